@@ -1,0 +1,90 @@
+// buildApp: the whole service as a Fastify instance that never listens (server.ts does).
+import { randomUUID } from 'node:crypto'
+import Fastify, { LogController, type FastifyServerOptions } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { trustProxySetting, type Config } from './config.ts'
+import type { Database } from './db/client.ts'
+import { buildValidator } from './lib/validation.ts'
+import errors, { frameworkErrors } from './plugins/errors.ts'
+import metrics from './plugins/metrics.ts'
+import openapi from './plugins/openapi.ts'
+import redis from './plugins/redis.ts'
+import store from './plugins/store.ts'
+import externalV1 from './routes/external/v1/index.ts'
+import health from './routes/health.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config
+    /** Set on SIGTERM/SIGINT: /readyz fails so load balancers stop sending traffic. */
+    draining: boolean
+  }
+}
+
+export interface AppOptions {
+  config: Config
+  database: Database
+  logger?: FastifyServerOptions['logger']
+  /** Polling interval of settings and catalogue version (ms). */
+  pollIntervalMs?: number
+  /** How long a key is trusted before it is looked up again (ms); bounds revocation delay. */
+  keyCacheTtlMs?: number
+}
+
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+export async function buildApp (options: AppOptions) {
+  const { config } = options
+  const app = Fastify({
+    logger: options.logger ?? {
+      level: config.LOG_LEVEL,
+      // Keys never reach the logs, whichever header carried them.
+      redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'headers.authorization', 'headers["x-api-key"]'], censor: '[redacted]' }
+    },
+    // A client's X-Request-Id is kept when it is safe to echo; otherwise we make one.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    requestIdHeader: false,
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    bodyLimit: config.BODY_LIMIT,
+    trustProxy: trustProxySetting(config.TRUST_PROXY),
+    frameworkErrors,
+    schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // Bounded waits: a slow or stuck client cannot hold a connection forever.
+    requestTimeout: 30_000,
+    // A deadline for every request (create-order sets its own): a query on a black-holed
+    // connection never fails by itself.
+    handlerTimeout: 5_000,
+    connectionTimeout: 60_000,
+    // While closing, requests on open connections are still served; /readyz already fails.
+    return503OnClosing: false
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.decorate('config', config)
+  app.decorate('draining', false)
+  // Only JSON bodies are accepted; anything else answers 415 unsupported_media_type.
+  app.removeContentTypeParser('text/plain')
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('request-id', request.id)
+    reply.header('x-content-type-options', 'nosniff')
+  })
+
+  await app.register(errors)
+  await app.register(openapi, { publicBaseUrl: config.PUBLIC_BASE_URL })
+  await app.register(store, {
+    database: options.database,
+    pollIntervalMs: options.pollIntervalMs ?? 500,
+    keyCacheTtlMs: options.keyCacheTtlMs ?? 2000
+  })
+  await app.register(redis, { url: config.REDIS_URL })
+  await app.register(metrics)
+  await app.register(health)
+  await app.register(externalV1, { prefix: '/external/v1' })
+  return app
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>

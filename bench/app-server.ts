@@ -1,0 +1,38 @@
+// Child process of bench/run.ts: the real app, alone in its process so that its memory
+// (VmHWM) is the server's and nothing else's. With an in-memory PGlite the database lives
+// here too, so this process fills it before serving.
+import { buildApp } from '../app.ts'
+import { loadConfig } from '../config.ts'
+import { migrateDatabase, openDatabase } from '../db/client.ts'
+import { generateCatalog } from './catalog.ts'
+import { BENCH_RATE_LIMIT, seedStore } from './seed.ts'
+import { resetPeakMemory, type AppServerOptions, type FromAppServer } from './processes.ts'
+
+const options = JSON.parse(process.argv[2] ?? '{}') as AppServerOptions
+const send = (message: FromAppServer) => process.send!(message)
+
+const database = await openDatabase({ url: options.databaseUrl, ...(options.poolSize ? { poolSize: options.poolSize } : {}) })
+let key = options.key
+if (options.seed) {
+  await migrateDatabase(database)
+  const seeded = await seedStore(database, generateCatalog(options.seed), { analyze: options.seed.analyze })
+  key = seeded.key
+  send({ type: 'seeded', importMs: seeded.importMs })
+}
+// What the import left behind is not the server's: collect it and restart the peak.
+globalThis.gc?.()
+resetPeakMemory()
+
+const app = await buildApp({
+  config: loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_MAX: String(BENCH_RATE_LIMIT) }),
+  database,
+  logger: false
+})
+await app.listen({ host: '127.0.0.1', port: 0 })
+const address = app.server.address()
+send({ type: 'ready', port: typeof address === 'object' && address ? address.port : 0, key: key! })
+
+process.on('message', (message: { type: string }) => {
+  if (message.type !== 'stop') return
+  app.close().then(() => database.close()).finally(() => process.exit(0)).catch(() => {})
+})

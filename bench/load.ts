@@ -1,0 +1,52 @@
+// One load run with autocannon: a fixed duration at a fixed number of connections, each
+// request built by the scenario (so ids, pages and bodies can rotate).
+import autocannon from 'autocannon'
+
+export interface RequestSpec {
+  method?: 'GET' | 'POST'
+  path: string
+  body?: string
+  headers?: Record<string, string>
+}
+
+export interface LoadOptions {
+  baseUrl: string
+  next: () => RequestSpec
+  headers?: Record<string, string>
+  durationSeconds: number
+  connections: number
+}
+
+export interface LoadResult {
+  requestsPerSecond: number
+  /** Latencies in milliseconds. */
+  p50: number
+  p99: number
+  total: number
+  non2xx: number
+  /** Connection errors and timeouts. */
+  errors: number
+}
+
+export async function runLoad (options: LoadOptions): Promise<LoadResult> {
+  const result = await autocannon({
+    url: options.baseUrl,
+    connections: options.connections,
+    duration: options.durationSeconds,
+    headers: options.headers,
+    requests: [{
+      setupRequest: (request) => {
+        const spec = options.next()
+        return { ...request, ...spec, headers: { ...request.headers, ...spec.headers } }
+      }
+    }]
+  })
+  return {
+    requestsPerSecond: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    total: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors
+  }
+}

@@ -1,0 +1,409 @@
+// Orders for the benchmark: the lines orders are made of, the create-order bodies the app
+// is sent, the same transaction in raw SQL (pgbench, or a postgres.js driver without it),
+// and a bulk fill of the orders table (a million orders in a few SQL statements) for the
+// list and lookup scenarios.
+import { execFile } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import postgres from 'postgres'
+import type { CatalogFile } from '../schemas/catalog-file.ts'
+import { randomGenerator } from './catalog.ts'
+import type { LoadResult } from './load.ts'
+
+/** One thing an order line can name: a product without combinations, or a combination. */
+export interface OrderLineChoice {
+  productId: string
+  combinationId: string | null
+  /** Stock is tracked (then the order takes it, and the benchmark makes it very large). */
+  tracked: boolean
+  name: string
+  price: number
+}
+
+/** What the benchmark raises tracked stock to: orders never run out during a run. */
+export const LARGE_STOCK = 1_000_000_000
+/** The app's order_counts shards (db/schema.ts ORDER_COUNT_SHARDS). */
+const COUNT_SHARDS = 16
+export const ORDER_PHONE = '+14155550123'
+
+/**
+ * Up to `count` sellable lines, a seeded random pick of the catalogue: about a fifth
+ * combinations, the rest products without combinations; tracked stock only when
+ * `tracked` (the caller then raises it to LARGE_STOCK), otherwise untracked only.
+ */
+export function chooseOrderLines (catalog: CatalogFile, options: { count: number, seed: number, tracked: boolean }): OrderLineChoice[] {
+  const random = randomGenerator(options.seed + 7)
+  const products: OrderLineChoice[] = []
+  const combinations: OrderLineChoice[] = []
+  for (const p of catalog.products ?? []) {
+    if (!p.isAvailable) continue
+    if (p.combinations?.length) {
+      for (const c of p.combinations) {
+        const tracked = c.quantity !== null && c.quantity !== undefined
+        if (c.isAvailable && (options.tracked || !tracked)) combinations.push({ productId: p.id, combinationId: c.id, tracked, name: p.name, price: c.price })
+      }
+    } else {
+      const tracked = p.quantity !== null && p.quantity !== undefined
+      if (options.tracked || !tracked) products.push({ productId: p.id, combinationId: null, tracked, name: p.name, price: p.price })
+    }
+  }
+  const pick = (list: OrderLineChoice[], n: number) => {
+    const copy = [...list]
+    for (let i = copy.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1))
+      ;[copy[i], copy[j]] = [copy[j]!, copy[i]!]
+    }
+    return copy.slice(0, n)
+  }
+  const wantCombinations = Math.min(combinations.length, Math.round(options.count / 5))
+  return [...pick(products, options.count - wantCombinations), ...pick(combinations, wantCombinations)]
+}
+
+/** Create-order bodies: 1–3 distinct lines of the pool, 1–2 units each, a varied customer name. */
+export function orderBodies (lines: readonly OrderLineChoice[], seed: number): () => string {
+  const random = randomGenerator(seed + 11)
+  const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1))
+  let n = 0
+  return () => {
+    const count = Math.min(int(1, 3), lines.length)
+    const chosen = new Set<number>()
+    while (chosen.size < count) chosen.add(int(0, lines.length - 1))
+    const items = [...chosen].map((i) => {
+      const line = lines[i]!
+      return { productId: line.productId, ...(line.combinationId ? { combinationId: line.combinationId } : {}), quantity: int(1, 2) }
+    })
+    return JSON.stringify({ customerName: `Bench Customer ${++n}`, customerPhone: ORDER_PHONE, items })
+  }
+}
+
+/**
+ * The pool of lines as a table, `bench_order_lines(i, …)`, numbered so that a line's
+ * number says which stock it takes: 1…trackedProducts products, after untrackedEnd
+ * combinations, between the two none. pgbench picks lines by number; the bulk fill too.
+ */
+export interface LineTable { lines: number, trackedProducts: number, untrackedEnd: number }
+
+export async function createLineTable (sql: postgres.Sql, lines: readonly OrderLineChoice[]): Promise<LineTable> {
+  const trackedProducts = lines.filter((l) => l.tracked && !l.combinationId)
+  const untracked = lines.filter((l) => !l.tracked)
+  const trackedCombinations = lines.filter((l) => l.tracked && l.combinationId)
+  const ordered = [...trackedProducts, ...untracked, ...trackedCombinations]
+  await sql`drop table if exists bench_order_lines`
+  await sql`create table bench_order_lines (i int primary key, product_id uuid not null, combination_id uuid, name text not null, price numeric(12,2) not null)`
+  const rows = ordered.map((l, i) => ({ i: i + 1, product_id: l.productId, combination_id: l.combinationId, name: l.name, price: l.price.toFixed(2) }))
+  for (let i = 0; i < rows.length; i += 1000) await sql`insert into bench_order_lines ${sql(rows.slice(i, i + 1000))}`
+  await sql`analyze bench_order_lines`
+  return { lines: ordered.length, trackedProducts: trackedProducts.length, untrackedEnd: trackedProducts.length + untracked.length }
+}
+
+/** Raises the tracked stock of the pool's lines to LARGE_STOCK. */
+export async function raiseStock (sql: postgres.Sql, lines: readonly OrderLineChoice[]): Promise<void> {
+  const products = lines.filter((l) => l.tracked && !l.combinationId).map((l) => l.productId)
+  const combinations = lines.filter((l) => l.tracked && l.combinationId).map((l) => l.combinationId!)
+  if (products.length) await sql`update products set quantity = ${LARGE_STOCK} where id = any(${products}::uuid[])`
+  if (combinations.length) await sql`update combinations set quantity = ${LARGE_STOCK} where id = any(${combinations}::uuid[])`
+}
+
+const ORDER_COLUMNS = 'id, order_number, api_key_id, status, total, delivery_fee, final_total, products_count, customer_name, customer_phone, note, address, created_at, updated_at'
+
+/**
+ * The app's create-order transaction as a pgbench script: 1–3 lines taken in line-number
+ * order (as the app takes them in id order, so that concurrent orders never deadlock),
+ * each with the conditional decrement when its stock is tracked, the order row with
+ * nextval('order_number_seq'), the item rows, the order_counts upsert.
+ */
+export function pgbenchScript (table: LineTable, apiKeyId: string): string {
+  const { lines, trackedProducts, untrackedEnd } = table
+  const stock = (v: string, q: string) => [
+    `\\if :${v} <= ${trackedProducts}`,
+    `UPDATE products SET quantity = quantity - :${q} WHERE id = (SELECT product_id FROM bench_order_lines WHERE i = :${v}) AND quantity >= :${q};`,
+    `\\elif :${v} > ${untrackedEnd}`,
+    `UPDATE combinations SET quantity = quantity - :${q} WHERE id = (SELECT combination_id FROM bench_order_lines WHERE i = :${v}) AND quantity >= :${q};`,
+    '\\endif'
+  ]
+  const chosen = '(VALUES (0, :x::int, :qx::int), (1, :y::int, :qy::int), (2, :z::int, :qz::int)) AS l(line, i, q) JOIN bench_order_lines b ON b.i = l.i WHERE l.line < :n'
+  return [
+    '\\set n random(1, 3)',
+    `\\set a random(1, ${lines})`,
+    `\\set b random(1, ${lines})`,
+    `\\set c random(1, ${lines})`,
+    '\\set x case when :n = 1 then :a when :n = 2 then least(:a, :b) else least(:a, :b, :c) end',
+    '\\set y case when :n = 2 then greatest(:a, :b) else :a + :b + :c - least(:a, :b, :c) - greatest(:a, :b, :c) end',
+    '\\set z greatest(:a, :b, :c)',
+    '\\set qx random(1, 2)',
+    '\\set qy random(1, 2)',
+    '\\set qz random(1, 2)',
+    `\\set shard random(0, ${COUNT_SHARDS - 1})`,
+    '\\set customer random(1, 1000000)',
+    'BEGIN;',
+    ...stock('x', 'qx'),
+    '\\if :n >= 2',
+    ...stock('y', 'qy'),
+    '\\endif',
+    '\\if :n >= 3',
+    ...stock('z', 'qz'),
+    '\\endif',
+    `INSERT INTO orders (${ORDER_COLUMNS})`,
+    `  SELECT gen_random_uuid(), nextval('order_number_seq'), '${apiKeyId}', 'pending', s.total, 0, s.total, s.count, 'Bench Customer ' || :customer, '${ORDER_PHONE}', NULL, NULL, now(), now()`,
+    `  FROM (SELECT sum(b.price * l.q) AS total, sum(l.q)::int AS count FROM ${chosen}) s`,
+    '  RETURNING id AS order_id \\gset',
+    'INSERT INTO order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)',
+    `  SELECT :order_id::uuid, l.line, b.product_id, b.combination_id, b.name, l.q, b.price, b.price * l.q FROM ${chosen};`,
+    `INSERT INTO order_counts (api_key_id, shard, count) VALUES ('${apiKeyId}', :shard, 1)`,
+    '  ON CONFLICT (api_key_id, shard) DO UPDATE SET count = order_counts.count + 1;',
+    'COMMIT;',
+    ''
+  ].join('\n')
+}
+
+export function percentile (sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
+}
+
+const round2 = (n: number) => Math.round(n * 100) / 100
+
+/**
+ * Runs the script with pgbench: `connections` clients on 2 threads for the duration,
+ * prepared statements, each transaction's latency logged (-l) for the percentiles.
+ */
+export async function runPgbench (options: { url: string, script: string, connections: number, durationSeconds: number }): Promise<LoadResult & { tool: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'storefront-bench-pgbench-'))
+  try {
+    const file = join(dir, 'order.sql')
+    writeFileSync(file, options.script)
+    const args = ['-n', '-M', 'prepared', '-c', String(options.connections), '-j', String(Math.min(2, options.connections)),
+      '-T', String(options.durationSeconds), '-f', file, '-l', `--log-prefix=${join(dir, 'tx')}`, options.url]
+    const { stdout, stderr } = await promisify(execFile)('pgbench', args, { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, PGAPPNAME: 'storefront-bench-pgbench' } })
+      .catch((err: { stdout?: string, stderr?: string, message: string }) => {
+        // A run with aborted clients exits non-zero; its figures are still printed.
+        if (err.stdout?.includes('number of transactions actually processed')) return { stdout: err.stdout, stderr: err.stderr ?? '' }
+        throw new Error(`pgbench failed: ${err.stderr || err.message}`)
+      })
+    const processed = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1] ?? NaN)
+    const failed = Number(/number of failed transactions: (\d+)/.exec(stdout)?.[1] ?? 0)
+    const aborted = (stderr.match(/client \d+ (script \d+ )?aborted/g) ?? []).length
+    const latencies: number[] = []
+    for (const name of readdirSync(dir).filter((f) => f.startsWith('tx'))) {
+      for (const line of readFileSync(join(dir, name), 'utf8').split('\n')) {
+        const micros = Number(line.split(' ')[2])
+        if (Number.isFinite(micros)) latencies.push(micros / 1000)
+      }
+    }
+    latencies.sort((a, b) => a - b)
+    if (aborted > 0) process.stdout.write(`pgbench: ${aborted} clients aborted, first error: ${/ERROR:.*$/m.exec(stderr)?.[0] ?? stderr.split('\n')[0]}\n`)
+    return {
+      tool: `pgbench ${/\d+(\.\d+)?/.exec((await promisify(execFile)('pgbench', ['--version'])).stdout)?.[0] ?? ''}`.trim(),
+      requestsPerSecond: processed / options.durationSeconds,
+      p50: round2(percentile(latencies, 50)),
+      p99: round2(percentile(latencies, 99)),
+      total: processed,
+      non2xx: 0,
+      errors: failed + aborted
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The same transaction from Node with postgres.js: `connections` clients, each running orders back to back. */
+export async function runRawNode (options: { url: string, lines: readonly OrderLineChoice[], apiKeyId: string, connections: number, durationSeconds: number, seed: number }): Promise<LoadResult & { tool: string }> {
+  const sql = postgres(options.url, { max: options.connections, onnotice: () => {}, connection: { application_name: 'storefront-bench-raw' } })
+  const random = randomGenerator(options.seed + 13)
+  const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1))
+  const latencies: number[] = []
+  let errors = 0
+  let firstError: unknown
+  let customer = 0
+  const until = performance.now() + options.durationSeconds * 1000
+  const client = async () => {
+    while (performance.now() < until) {
+      const picked = new Set<number>()
+      const count = int(1, 3)
+      while (picked.size < count) picked.add(int(0, options.lines.length - 1))
+      const lines = [...picked].map((i) => ({ ...options.lines[i]!, q: int(1, 2) }))
+      // Stock in id order, as the app takes it.
+      const stocked = lines.filter((l) => l.tracked).sort((a, b) => ((a.combinationId ?? a.productId) < (b.combinationId ?? b.productId) ? -1 : 1))
+      const started = performance.now()
+      try {
+        await sql.begin(async (tx) => {
+          for (const l of stocked) {
+            const rows = l.combinationId
+              ? await tx`update combinations set quantity = quantity - ${l.q} where id = ${l.combinationId} and quantity >= ${l.q} returning id`
+              : await tx`update products set quantity = quantity - ${l.q} where id = ${l.productId} and quantity >= ${l.q} returning id`
+            if (rows.length === 0) throw new Error('out of stock')
+          }
+          const cents = lines.reduce((sum, l) => sum + Math.round(l.price * 100) * l.q, 0)
+          const total = (cents / 100).toFixed(2)
+          const [order] = await tx<Array<{ id: string }>>`insert into orders (id, order_number, api_key_id, status, total, delivery_fee, final_total, products_count, customer_name, customer_phone, created_at, updated_at)
+            values (gen_random_uuid(), nextval('order_number_seq'), ${options.apiKeyId}, 'pending', ${total}, 0, ${total}, ${lines.reduce((n, l) => n + l.q, 0)}, ${`Bench Customer ${++customer}`}, ${ORDER_PHONE}, now(), now())
+            returning id`
+          await tx`insert into order_items ${tx(lines.map((l, line) => ({
+            order_id: order!.id,
+line,
+product_id: l.productId,
+combination_id: l.combinationId,
+name: l.name,
+quantity: l.q,
+            single_price: l.price.toFixed(2),
+total_price: (Math.round(l.price * 100) * l.q / 100).toFixed(2)
+          })))}`
+          await tx`insert into order_counts (api_key_id, shard, count) values (${options.apiKeyId}, ${int(0, COUNT_SHARDS - 1)}, 1)
+            on conflict (api_key_id, shard) do update set count = order_counts.count + 1`
+        })
+        latencies.push(performance.now() - started)
+      } catch (err) {
+        errors++
+        firstError ??= err
+      }
+    }
+  }
+  try {
+    await Promise.all(Array.from({ length: options.connections }, client))
+  } finally {
+    await sql.end({ timeout: 5 })
+  }
+  if (firstError) process.stdout.write(`raw driver: ${errors} failed transactions, first: ${String(firstError)}\n`)
+  latencies.sort((a, b) => a - b)
+  return {
+    tool: 'postgres.js',
+    requestsPerSecond: latencies.length / options.durationSeconds,
+    p50: round2(percentile(latencies, 50)),
+    p99: round2(percentile(latencies, 99)),
+    total: latencies.length,
+    non2xx: 0,
+    errors
+  }
+}
+
+// Names for the bulk orders: ~50 first names × 1,000 surnames (40 stems × 25 endings).
+const FIRST_NAMES = ['Ada', 'Alan', 'Amara', 'Ben', 'Carla', 'Chen', 'Dara', 'Diego', 'Elena', 'Emil', 'Fatima', 'Felix',
+  'Grace', 'Hana', 'Hugo', 'Ines', 'Ivan', 'Jade', 'Jonas', 'Kai', 'Keiko', 'Lars', 'Leila', 'Luca', 'Maya', 'Mateo',
+  'Nadia', 'Nils', 'Omar', 'Olga', 'Priya', 'Paolo', 'Quinn', 'Rosa', 'Ravi', 'Sara', 'Sven', 'Tara', 'Tomas', 'Uma',
+  'Victor', 'Vera', 'Wen', 'Xavier', 'Yara', 'Yusuf', 'Zoe', 'Zoran']
+const SURNAME_STEMS = ['Ash', 'Black', 'Bright', 'Brook', 'Cald', 'Clay', 'Corn', 'Dal', 'Dun', 'East', 'Fair', 'Farn',
+  'Glen', 'Gold', 'Hal', 'Hart', 'Hazel', 'Hol', 'Kings', 'Lang', 'Lind', 'Marsh', 'Mor', 'Nor', 'Oak', 'Pem', 'Rad',
+  'Red', 'Ros', 'Sal', 'Shel', 'Stan', 'Stock', 'Thorn', 'Wake', 'Wes', 'Whit', 'Wick', 'Win', 'Yar']
+const SURNAME_ENDINGS = ['berg', 'bourne', 'bridge', 'brook', 'bury', 'by', 'combe', 'croft', 'dale', 'den', 'field', 'ford',
+  'gate', 'ham', 'hurst', 'ington', 'ley', 'low', 'mere', 'more', 'shaw', 'stead', 'ton', 'well', 'wood']
+
+/** Surname fragments a search would type: a stem and most of an ending ("hartwel"), each matching ~0.1% of orders. */
+export function nameFragments (count: number, seed: number): string[] {
+  const random = randomGenerator(seed + 17)
+  const terms = new Set<string>()
+  while (terms.size < count) {
+    const stem = SURNAME_STEMS[Math.floor(random() * SURNAME_STEMS.length)]!
+    const ending = SURNAME_ENDINGS[Math.floor(random() * SURNAME_ENDINGS.length)]!
+    terms.add(`${stem}${ending.slice(0, Math.max(2, ending.length - 1))}`.toLowerCase())
+  }
+  return [...terms]
+}
+
+export interface BulkOrders {
+  /** The first bulk order's number; order g (0-based) has number firstNumber + g. */
+  firstNumber: number
+  count: number
+  /** Order g belongs to the bench key unless g % 10 === 9. */
+  benchCount: number
+  ms: number
+}
+
+/** The bench key owns order g unless g % OTHER_EVERY === OTHER_EVERY - 1: 90% of them. */
+const OTHER_EVERY = 10
+
+/** Whether bulk order g belongs to the bench key. */
+export const isBenchOrder = (g: number) => g % OTHER_EVERY !== OTHER_EVERY - 1
+
+/**
+ * Fills the orders table with `count` orders and their 1–3 items (lines of
+ * bench_order_lines), `chunk` orders a statement: 90% for the bench key, the rest spread
+ * over `otherKeyIds`; varied customers, statuses and totals; one order every 20 s back
+ * from now, so the newest are the last. Then sets order_counts from the table, moves the
+ * order-number sequence past them and runs VACUUM ANALYZE.
+ */
+export async function bulkInsertOrders (
+  sql: postgres.Sql,
+  options: { count: number, chunk: number, benchKeyId: string, otherKeyIds: string[], lines: number, onChunk?: (done: number) => void }
+): Promise<BulkOrders> {
+  const started = performance.now()
+  const [{ first } = { first: '0' }] = await sql<Array<{ first: string }>>`select nextval('order_number_seq')::text as first`
+  const firstNumber = Number(first)
+  for (let g0 = 0; g0 < options.count; g0 += options.chunk) {
+    const g1 = Math.min(options.count, g0 + options.chunk) - 1
+    await sql`
+      with lines as materialized (
+        select g, l, 1 + (g * 31 + l * 7) % ${options.lines} as i, 1 + (g + l) % 2 as q
+        from generate_series(${g0}::bigint, ${g1}::bigint) g, generate_series(0, 2) l
+        where l <= g % 3
+      ), totals as (
+        select lines.g, sum(b.price * lines.q) as total, sum(lines.q)::int as count
+        from lines join bench_order_lines b on b.i = lines.i group by lines.g
+      ), inserted as (
+        insert into orders (${sql.unsafe(ORDER_COLUMNS)})
+        select gen_random_uuid(), ${firstNumber} + t.g,
+          case when t.g % ${OTHER_EVERY} = ${OTHER_EVERY - 1}
+            then (${options.otherKeyIds}::uuid[])[1 + (t.g / ${OTHER_EVERY}) % ${options.otherKeyIds.length}]
+            else ${options.benchKeyId}::uuid end,
+          (array['delivered', 'delivered', 'delivered', 'shipped', 'processing', 'confirmed', 'pending', 'cancelled'])[1 + abs(hashint8extended(t.g, 1) % 8)],
+          t.total, 0, t.total, t.count,
+          (${FIRST_NAMES}::text[])[1 + abs(hashint8extended(t.g, 2) % ${FIRST_NAMES.length})] || ' ' ||
+            (${SURNAME_STEMS}::text[])[1 + abs(hashint8extended(t.g, 3) % ${SURNAME_STEMS.length})] ||
+            (${SURNAME_ENDINGS}::text[])[1 + abs(hashint8extended(t.g, 4) % ${SURNAME_ENDINGS.length})],
+          '+1' || (201 + abs(hashint8extended(t.g, 5) % 700))::text || lpad(abs(hashint8extended(t.g, 6) % 10000000)::text, 7, '0'),
+          null, null,
+          now() - (${options.count} - t.g) * interval '20 seconds', now() - (${options.count} - t.g) * interval '20 seconds'
+        from totals t
+        returning id, order_number
+      )
+      insert into order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)
+      select o.id, lines.l, b.product_id, b.combination_id, b.name, lines.q, b.price, b.price * lines.q
+      from inserted o join lines on lines.g = o.order_number - ${firstNumber} join bench_order_lines b on b.i = lines.i`
+    options.onChunk?.(g1 + 1)
+  }
+  await sql`select setval('order_number_seq', ${firstNumber + options.count - 1})`
+  await sql`delete from order_counts`
+  await sql`insert into order_counts (api_key_id, shard, count) select api_key_id, 0, count(*) from orders group by api_key_id`
+  await sql.unsafe('vacuum analyze orders')
+  await sql.unsafe('vacuum analyze order_items')
+  await sql.unsafe('vacuum analyze order_counts')
+  let benchCount = 0
+  for (let g = 0; g < options.count; g++) if (isBenchOrder(g)) benchCount++
+  return { firstNumber, count: options.count, benchCount, ms: performance.now() - started }
+}
+
+export interface SearchTerm { term: string, matches: number }
+
+/** How many of the key's orders a `query` matches, with the predicate the app uses (db/orders.ts listOrdersForKey). */
+export async function countOrderMatches (sql: postgres.Sql, apiKeyId: string, term: string): Promise<number> {
+  const like = `%${term.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+  const [row] = await sql<Array<{ n: number }>>`
+    select count(*)::int as n from orders
+    where api_key_id = ${apiKeyId}
+      and (lower(customer_name || ' ' || coalesce(customer_phone, '')) like ${like}
+           ${/^\d+$/.test(term) ? sql`or order_number::text like ${`${term}%`}` : sql``})`
+  return row!.n
+}
+
+/**
+ * What the order-read scenarios ask for: `sample` of the key's order numbers (shuffled),
+ * order-number prefixes (a number without its last digit: ~10 orders by number, plus
+ * the phones that hold the digits) and surname fragments, with their match counts.
+ */
+export async function orderReadTerms (sql: postgres.Sql, bulk: BulkOrders, apiKeyId: string, seed: number, sample = 5000) {
+  const random = randomGenerator(seed + 19)
+  const numbers: number[] = []
+  while (numbers.length < Math.min(sample, bulk.benchCount)) {
+    const g = Math.floor(random() * bulk.count)
+    if (isBenchOrder(g)) numbers.push(bulk.firstNumber + g)
+  }
+  const numberPrefixes: SearchTerm[] = []
+  for (const n of numbers.slice(0, 10)) {
+    const term = String(n).slice(0, -1)
+    numberPrefixes.push({ term, matches: await countOrderMatches(sql, apiKeyId, term) })
+  }
+  const fragments: SearchTerm[] = []
+  for (const term of nameFragments(10, seed)) fragments.push({ term, matches: await countOrderMatches(sql, apiKeyId, term) })
+  return { orderNumbers: numbers, numberPrefixes, nameFragments: fragments }
+}

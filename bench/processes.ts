@@ -1,0 +1,176 @@
+// The servers a benchmark runs, each in a child process of its own, and the memory they use
+// as the kernel counts it (/proc/<pid>/status: VmRSS now, VmHWM the peak).
+import { fork, type ChildProcess } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Product, ProductPage } from '../schemas/products.ts'
+import type { CatalogOptions } from './catalog.ts'
+
+export interface AppServerOptions {
+  /** postgres:// URL of a database already migrated and filled; absent means an in-memory PGlite. */
+  databaseUrl?: string
+  key?: string
+  /** The app's PostgreSQL pool size; absent: the app's default, as `storefront serve` opens it. */
+  poolSize?: number
+  /** With PGlite: the catalogue the server generates and imports before serving. */
+  seed?: CatalogOptions & { analyze: boolean }
+}
+export type FromAppServer = { type: 'seeded', importMs: number } | { type: 'ready', port: number, key: string }
+
+export interface BareServerData { products: Product[], page: ProductPage }
+export type FromBareServer = { type: 'waiting' } | { type: 'ready', port: number }
+
+export interface Server {
+  name: string
+  child: ChildProcess
+  baseUrl: string
+  stop: () => Promise<void>
+}
+
+/** Where the server processes' code comes from: compiled JavaScript (see build.ts), or the TypeScript through tsx. */
+export interface Runtime {
+  compiledDir?: string
+  /** Write a V8 CPU profile of the process here when it exits. */
+  profileDir?: string | undefined
+}
+
+function start (runtime: Runtime, name: string, args: string[]): ChildProcess {
+  const file = runtime.compiledDir
+    ? join(runtime.compiledDir, 'bench', `${name}.js`)
+    : fileURLToPath(new URL(`./${name}.ts`, import.meta.url))
+  // Under tsx the parent's execArgv carries tsx's loader. --expose-gc lets the app server
+  // collect what seeding left before its peak memory is measured.
+  return fork(file, args, {
+    execArgv: [
+      ...(runtime.compiledDir ? [] : process.execArgv),
+      '--expose-gc',
+      ...(runtime.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${runtime.profileDir}`] : [])
+    ],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc']
+  })
+}
+
+function nextMessage<T> (child: ChildProcess, accept: (m: T) => boolean): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: T) => {
+      if (!accept(message)) return
+      cleanup()
+      resolve(message)
+    }
+    const onExit = (code: number | null) => {
+      cleanup()
+      reject(new Error(`the server process exited (code ${code}) before it was ready`))
+    }
+    const cleanup = () => {
+      child.off('message', onMessage)
+      child.off('exit', onExit)
+    }
+    child.on('message', onMessage)
+    child.once('exit', onExit)
+  })
+}
+
+function stopper (child: ChildProcess): () => Promise<void> {
+  return async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+    child.send({ type: 'stop' })
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+    await exited
+    clearTimeout(timer)
+  }
+}
+
+export async function startAppServer (runtime: Runtime, options: AppServerOptions, onSeeded?: (importMs: number) => void) {
+  const child = start(runtime, 'app-server', [JSON.stringify(options)])
+  child.on('message', (m: FromAppServer) => { if (m.type === 'seeded') onSeeded?.(m.importMs) })
+  try {
+    const ready = await nextMessage<FromAppServer>(child, (m) => m.type === 'ready') as Extract<FromAppServer, { type: 'ready' }>
+    const server: Server = { name: 'app', child, baseUrl: `http://127.0.0.1:${ready.port}`, stop: stopper(child) }
+    return { server, key: ready.key }
+  } catch (err) {
+    child.kill('SIGKILL')
+    throw err
+  }
+}
+
+export async function startBareServer (runtime: Runtime, data: BareServerData): Promise<Server> {
+  const child = start(runtime, 'bare-server', [])
+  try {
+    await nextMessage<FromBareServer>(child, (m) => m.type === 'waiting')
+    child.send(data)
+    const ready = await nextMessage<FromBareServer>(child, (m) => m.type === 'ready') as Extract<FromBareServer, { type: 'ready' }>
+    return { name: 'bare', child, baseUrl: `http://127.0.0.1:${ready.port}`, stop: stopper(child) }
+  } catch (err) {
+    child.kill('SIGKILL')
+    throw err
+  }
+}
+
+/** VmRSS and VmHWM (peak since start or the last reset) of a process, in bytes. */
+export function memoryOf (pid: number): { rss: number, peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') }
+}
+
+/** CPU time (user + system) a process has used, in milliseconds (Linux counts in 1/100 s). */
+export function cpuTimeOf (pid: number): number {
+  // Fields after the command name, which is in parentheses and may hold spaces.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+/** Restarts this process's VmHWM at its current RSS (Linux: "5" to clear_refs); best effort. */
+export function resetPeakMemory (): void {
+  try {
+    writeFileSync('/proc/self/clear_refs', '5')
+  } catch {
+    // Not Linux, or not allowed: the peak then includes the start-up.
+  }
+}
+
+/**
+ * CPU time PostgreSQL's backends of one database spend (the local server only: it reads
+ * /proc), sampled every `everyMs` so that backends which come and go (pgbench's) are
+ * counted too; what a backend spends after the last sample before it exits is missed.
+ * `sample` lists the backends' pids.
+ */
+export function backendCpu (sample: () => Promise<number[]>, everyMs = 200) {
+  const first = new Map<number, number>()
+  const last = new Map<number, number>()
+  let started = false
+  const read = async () => {
+    for (const pid of await sample()) {
+      let cpu: number
+      try {
+        cpu = cpuTimeOf(pid)
+      } catch {
+        continue
+      }
+      // Backends seen at the start count from there; later ones from their own start.
+      if (!first.has(pid)) first.set(pid, started ? 0 : cpu)
+      last.set(pid, cpu)
+    }
+  }
+  let timer: NodeJS.Timeout | undefined
+  let pending: Promise<void> = Promise.resolve()
+  return {
+    start: async () => {
+      await read()
+      started = true
+      timer = setInterval(() => { pending = pending.then(read).catch(() => {}) }, everyMs)
+    },
+    /** Milliseconds of CPU since start. */
+    stop: async (): Promise<number> => {
+      clearInterval(timer)
+      await pending
+      await read().catch(() => {})
+      let ms = 0
+      for (const [pid, cpu] of last) ms += cpu - (first.get(pid) ?? cpu)
+      return ms
+    }
+  }
+}

@@ -1,0 +1,171 @@
+// Catalogue reads: the product list with its filters, one product, and the rows orders need.
+import { sql, type SQL } from 'drizzle-orm'
+import { nextPriceChange, sellPriceCents, toAmount, toCents, type Discount } from '../lib/money.ts'
+import type { Product } from '../schemas/products.ts'
+import { containing, execute, type Tx } from './client.ts'
+
+export interface ProductFilters {
+  query?: string | undefined
+  isAvailable?: boolean | undefined
+  categoryIds?: string[] | undefined
+  brandIds?: string[] | undefined
+  barcode?: string | undefined
+  sku?: string | undefined
+}
+
+interface CombinationRow {
+  id: string
+  optionIds: string[]
+  sku: string | null
+  barcode: string | null
+  quantity: number | null
+  price: string
+  isAvailable: boolean
+  imageUrl: string | null
+  discount: Discount | null
+}
+
+interface ProductRow {
+  id: string
+  name: string
+  sku: string | null
+  quantity: number | null
+  price: string
+  is_available: boolean
+  image_url: string | null
+  discount: Discount | null
+  variants: Product['variants']
+  combinations: CombinationRow[]
+}
+
+/** A product as integrators see it, and the instant its prices next change (when a discount starts or ends). */
+export interface PricedProduct { product: Product, priceChangesAt: Date | null }
+
+const discountJson = (owner: 'product_id' | 'combination_id', ownerId: string) => sql.raw(`(select json_build_object(
+    'type', d.type, 'value', d.value::text, 'startsAt', d.starts_at, 'endsAt', d.ends_at) from discounts d where d.${owner} = ${ownerId})`)
+
+// One round trip: each product row carries its discount, variants and combinations as JSON.
+const PRODUCT_COLUMNS = sql`
+  p.id, p.name, p.sku, p.quantity, p.price::text as price, p.is_available, p.image_url,
+  ${discountJson('product_id', 'p.id')} as discount,
+  coalesce((select json_agg(json_build_object('id', v.id, 'name', v.name, 'options',
+      coalesce((select json_agg(json_build_object('id', o.id, 'name', o.name) order by o.position)
+                from variant_options o where o.variant_id = v.id), '[]'::json)) order by v.position)
+    from variants v where v.product_id = p.id), '[]'::json) as variants,
+  coalesce((select json_agg(json_build_object('id', c.id, 'sku', c.sku, 'barcode', c.barcode,
+      'quantity', c.quantity, 'price', c.price::text, 'isAvailable', c.is_available, 'imageUrl', c.image_url,
+      'optionIds', coalesce((select json_agg(co.option_id order by co.position) from combination_options co
+                             where co.combination_id = c.id), '[]'::json),
+      'discount', ${discountJson('combination_id', 'c.id')}) order by c.position)
+    from combinations c where c.product_id = p.id), '[]'::json) as combinations`
+
+function earliest (a: Date | null, b: Date | null): Date | null {
+  if (a === null) return b
+  if (b === null) return a
+  return a < b ? a : b
+}
+
+function toProduct (row: ProductRow, now: Date): PricedProduct {
+  const priceCents = toCents(row.price)
+  let priceChangesAt = nextPriceChange(row.discount, now)
+  const combinations = row.combinations.map((c) => {
+    // A combination without a discount of its own takes its product's.
+    const discount = c.discount ?? row.discount
+    priceChangesAt = earliest(priceChangesAt, nextPriceChange(discount, now))
+    const cents = toCents(c.price)
+    return {
+      id: c.id,
+      optionIds: c.optionIds,
+      sku: c.sku,
+      barcode: c.barcode,
+      quantity: c.quantity,
+      price: toAmount(cents),
+      sellPrice: toAmount(sellPriceCents(cents, discount, now)),
+      isAvailable: c.isAvailable,
+      imageUrl: c.imageUrl
+    }
+  })
+  const quantity = combinations.length === 0
+    ? row.quantity
+    : combinations.some((c) => c.quantity === null) ? null : combinations.reduce((sum, c) => sum + c.quantity!, 0)
+  return {
+    product: {
+      id: row.id,
+      name: row.name,
+      sku: row.sku,
+      quantity,
+      price: toAmount(priceCents),
+      sellPrice: toAmount(sellPriceCents(priceCents, row.discount, now)),
+      isAvailable: row.is_available,
+      productImageUrl: row.image_url,
+      variants: row.variants,
+      combinations
+    },
+    priceChangesAt
+  }
+}
+
+const list = (values: string[]) => sql.join(values.map((v) => sql`${v}`), sql`, `)
+
+function whereClause (filters: ProductFilters): SQL {
+  const conditions: SQL[] = []
+  if (filters.query !== undefined && filters.query !== '') {
+    // search_text holds lower-cased names, SKUs and barcodes; the trigram index serves this LIKE.
+    conditions.push(sql`p.search_text like ${containing(filters.query.toLowerCase())}`)
+  }
+  if (filters.isAvailable !== undefined) conditions.push(sql`p.is_available = ${filters.isAvailable}`)
+  if (filters.categoryIds?.length) {
+    conditions.push(sql`exists (select 1 from product_categories pc where pc.product_id = p.id and pc.category_id in (${list(filters.categoryIds)}))`)
+  }
+  if (filters.brandIds?.length) conditions.push(sql`p.brand_id in (${list(filters.brandIds)})`)
+  // An id list from both tables rather than `p.sku = … or exists (…)`: the `or` would make
+  // PostgreSQL scan every product, while each branch of the union uses its own index.
+  if (filters.sku !== undefined) {
+    conditions.push(sql`p.id in (select id from products where sku = ${filters.sku}
+      union all select product_id from combinations where sku = ${filters.sku})`)
+  }
+  if (filters.barcode !== undefined) {
+    conditions.push(sql`p.id in (select id from products where barcode = ${filters.barcode}
+      union all select product_id from combinations where barcode = ${filters.barcode})`)
+  }
+  return conditions.length === 0 ? sql`true` : sql.join(conditions, sql` and `)
+}
+
+export async function listProducts (db: Tx, filters: ProductFilters, page: { limit: number, offset: number }, now = new Date()) {
+  const where = whereClause(filters)
+  if (filters.query) return searchProducts(db, where, page, now)
+  // The page's ids are chosen first and only those rows get their JSON columns: rows skipped
+  // by OFFSET would otherwise be fully built too (seconds for a deep page of 100k products).
+  const [rows, counts] = await Promise.all([
+    execute<ProductRow>(db, sql`select ${PRODUCT_COLUMNS}
+      from (select p.id from products p where ${where}
+            order by lower(p.name), p.id limit ${page.limit} offset ${page.offset}) as page_ids
+      join products p on p.id = page_ids.id
+      order by lower(p.name), p.id`),
+    execute<{ total: number }>(db, sql`select count(*)::int as total from products p where ${where}`)
+  ])
+  return { items: rows.map((row) => toProduct(row, now)), total: counts[0]!.total }
+}
+
+// A search evaluates the trigram match once: the matching ids give both the page and the total.
+async function searchProducts (db: Tx, where: SQL, page: { limit: number, offset: number }, now: Date) {
+  const rows = await execute<ProductRow & { total: number }>(db, sql`
+    with matches as materialized (select p.id, lower(p.name) as sort_name from products p where ${where}),
+    page_ids as (select id, sort_name from matches order by sort_name, id limit ${page.limit} offset ${page.offset})
+    select counted.total, found.*
+    from (select count(*)::int as total from matches) as counted
+    left join lateral (select page_ids.sort_name, ${PRODUCT_COLUMNS} from page_ids join products p on p.id = page_ids.id) as found on true
+    order by found.sort_name, found.id`)
+  const total = rows[0]?.total ?? 0
+  return { items: rows.filter((row) => row.id !== null).map((row) => toProduct(row, now)), total }
+}
+
+export async function findProduct (db: Tx, id: string, now = new Date()): Promise<PricedProduct | null> {
+  const [row] = await execute<ProductRow>(db, sql`select ${PRODUCT_COLUMNS} from products p where p.id = ${id}`)
+  return row ? toProduct(row, now) : null
+}
+
+export async function countProducts (db: Tx): Promise<number> {
+  const [row] = await execute<{ n: number }>(db, sql`select count(*)::int as n from products`)
+  return row!.n
+}

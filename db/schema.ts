@@ -1,0 +1,195 @@
+// The tables: the source of truth for migrations (`npm run db:generate`).
+import { sql } from 'drizzle-orm'
+import {
+  bigint, boolean, check, index, integer, jsonb, numeric, pgSequence, pgTable, primaryKey,
+  text, timestamp, uniqueIndex, uuid
+} from 'drizzle-orm/pg-core'
+
+// Money is numeric(12,2): exact, read as a string and handled as integer cents in lib/money.ts.
+const money = (name: string) => numeric(name, { precision: 12, scale: 2 })
+const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow()
+const updatedAt = () => timestamp('updated_at', { withTimezone: true }).notNull().defaultNow()
+
+export const categories = pgTable('categories', {
+  id: uuid('id').primaryKey(),
+  name: text('name').notNull()
+})
+
+export const brands = pgTable('brands', {
+  id: uuid('id').primaryKey(),
+  name: text('name').notNull()
+})
+
+export const products = pgTable('products', {
+  id: uuid('id').primaryKey(),
+  name: text('name').notNull(),
+  sku: text('sku'),
+  barcode: text('barcode'),
+  // null: stock not tracked. For a product with combinations the stock lives on them.
+  quantity: integer('quantity'),
+  price: money('price').notNull(),
+  isAvailable: boolean('is_available').notNull(),
+  imageUrl: text('image_url'),
+  brandId: uuid('brand_id').references(() => brands.id, { onDelete: 'set null' }),
+  // Lower-cased name, SKUs and barcodes of the product and its combinations, one per line:
+  // what `query` searches, through a trigram index.
+  searchText: text('search_text').notNull(),
+  createdAt: createdAt(),
+  updatedAt: updatedAt()
+}, (t) => [
+  index('products_name_order_idx').on(sql`lower(${t.name})`, t.id),
+  index('products_search_trgm_idx').using('gin', sql`${t.searchText} gin_trgm_ops`),
+  index('products_sku_idx').on(t.sku),
+  index('products_barcode_idx').on(t.barcode),
+  index('products_brand_idx').on(t.brandId),
+  check('products_quantity_not_negative', sql`${t.quantity} >= 0`),
+  check('products_price_not_negative', sql`${t.price} >= 0`)
+])
+
+export const productCategories = pgTable('product_categories', {
+  productId: uuid('product_id').notNull().references(() => products.id, { onDelete: 'cascade' }),
+  categoryId: uuid('category_id').notNull().references(() => categories.id, { onDelete: 'cascade' })
+}, (t) => [
+  primaryKey({ columns: [t.productId, t.categoryId] }),
+  index('product_categories_category_idx').on(t.categoryId)
+])
+
+export const variants = pgTable('variants', {
+  id: uuid('id').primaryKey(),
+  productId: uuid('product_id').notNull().references(() => products.id, { onDelete: 'cascade' }),
+  name: text('name').notNull(),
+  position: integer('position').notNull()
+}, (t) => [index('variants_product_idx').on(t.productId, t.position)])
+
+export const variantOptions = pgTable('variant_options', {
+  id: uuid('id').primaryKey(),
+  variantId: uuid('variant_id').notNull().references(() => variants.id, { onDelete: 'cascade' }),
+  name: text('name').notNull(),
+  position: integer('position').notNull()
+}, (t) => [index('variant_options_variant_idx').on(t.variantId, t.position)])
+
+export const combinations = pgTable('combinations', {
+  id: uuid('id').primaryKey(),
+  productId: uuid('product_id').notNull().references(() => products.id, { onDelete: 'cascade' }),
+  sku: text('sku'),
+  barcode: text('barcode'),
+  quantity: integer('quantity'),
+  price: money('price').notNull(),
+  isAvailable: boolean('is_available').notNull(),
+  imageUrl: text('image_url'),
+  position: integer('position').notNull()
+}, (t) => [
+  index('combinations_product_idx').on(t.productId, t.position),
+  index('combinations_sku_idx').on(t.sku),
+  index('combinations_barcode_idx').on(t.barcode),
+  check('combinations_quantity_not_negative', sql`${t.quantity} >= 0`),
+  check('combinations_price_not_negative', sql`${t.price} >= 0`)
+])
+
+export const combinationOptions = pgTable('combination_options', {
+  combinationId: uuid('combination_id').notNull().references(() => combinations.id, { onDelete: 'cascade' }),
+  optionId: uuid('option_id').notNull().references(() => variantOptions.id, { onDelete: 'cascade' }),
+  position: integer('position').notNull()
+}, (t) => [primaryKey({ columns: [t.combinationId, t.optionId] })])
+
+// At most one discount per product and per combination; a combination without one uses its product's.
+export const discounts = pgTable('discounts', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  productId: uuid('product_id').references(() => products.id, { onDelete: 'cascade' }),
+  combinationId: uuid('combination_id').references(() => combinations.id, { onDelete: 'cascade' }),
+  type: text('type', { enum: ['percentage', 'amount'] }).notNull(),
+  value: numeric('value', { precision: 12, scale: 2 }).notNull(),
+  startsAt: timestamp('starts_at', { withTimezone: true }),
+  endsAt: timestamp('ends_at', { withTimezone: true })
+}, (t) => [
+  uniqueIndex('discounts_product_uq').on(t.productId),
+  uniqueIndex('discounts_combination_uq').on(t.combinationId),
+  check('discounts_one_owner', sql`(${t.productId} is null) <> (${t.combinationId} is null)`),
+  check('discounts_type', sql`${t.type} in ('percentage', 'amount')`),
+  check('discounts_value', sql`${t.value} >= 0 and (${t.type} <> 'percentage' or ${t.value} <= 100)`)
+])
+
+export const apiKeys = pgTable('api_keys', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  name: text('name').notNull(),
+  // SHA-256 of the secret, hex. The secret itself is never stored.
+  keyHash: text('key_hash').notNull().unique(),
+  scopes: text('scopes').array().notNull(),
+  // active | inactive | revoked; "expired" is derived from expires_at.
+  status: text('status', { enum: ['active', 'inactive', 'revoked'] }).notNull().default('active'),
+  expiresAt: timestamp('expires_at', { withTimezone: true }),
+  lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+  rateLimit: integer('rate_limit'),
+  createdAt: createdAt(),
+  updatedAt: updatedAt()
+}, (t) => [check('api_keys_status', sql`${t.status} in ('active', 'inactive', 'revoked')`)])
+
+// Operator settings: deliveryFee, defaultCountry, maintenance.
+export const storeSettings = pgTable('store_settings', {
+  name: text('name').primaryKey(),
+  value: jsonb('value').notNull(),
+  updatedAt: updatedAt()
+})
+
+// Bumped after every committed catalogue change; instances poll it to drop cached reads.
+export const catalogVersion = pgSequence('catalog_version_seq')
+
+export const orderNumbers = pgSequence('order_number_seq', { startWith: 100001 })
+
+export const orders = pgTable('orders', {
+  id: uuid('id').primaryKey(),
+  orderNumber: bigint('order_number', { mode: 'number' }).notNull().unique(),
+  apiKeyId: uuid('api_key_id').notNull().references(() => apiKeys.id),
+  status: text('status', { enum: ['pending', 'confirmed', 'processing', 'shipped', 'delivered', 'cancelled'] }).notNull(),
+  total: money('total').notNull(),
+  deliveryFee: money('delivery_fee').notNull(),
+  finalTotal: money('final_total').notNull(),
+  productsCount: integer('products_count').notNull(),
+  customerName: text('customer_name').notNull(),
+  customerPhone: text('customer_phone'),
+  note: text('note'),
+  address: jsonb('address'),
+  createdAt: createdAt(),
+  updatedAt: updatedAt()
+}, (t) => [
+  index('orders_key_created_idx').on(t.apiKeyId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+  index('orders_customer_search_trgm_idx').using('gin', sql`(lower(${t.customerName} || ' ' || coalesce(${t.customerPhone}, ''))) gin_trgm_ops`),
+  check('orders_status', sql`${t.status} in ('pending', 'confirmed', 'processing', 'shipped', 'delivered', 'cancelled')`)
+])
+
+// How many orders each key has, spread over a few rows per key so concurrent orders of one
+// key rarely wait on the same row: the list's `total` without counting a million rows.
+export const ORDER_COUNT_SHARDS = 16
+export const orderCounts = pgTable('order_counts', {
+  apiKeyId: uuid('api_key_id').notNull().references(() => apiKeys.id, { onDelete: 'cascade' }),
+  shard: integer('shard').notNull(),
+  count: bigint('count', { mode: 'number' }).notNull()
+}, (t) => [primaryKey({ columns: [t.apiKeyId, t.shard] })])
+
+export const orderItems = pgTable('order_items', {
+  orderId: uuid('order_id').notNull().references(() => orders.id, { onDelete: 'cascade' }),
+  line: integer('line').notNull(),
+  // No foreign keys to the catalogue: an order keeps what was sold even if the product goes.
+  productId: uuid('product_id').notNull(),
+  combinationId: uuid('combination_id'),
+  name: text('name').notNull(),
+  quantity: integer('quantity').notNull(),
+  singlePrice: money('single_price').notNull(),
+  totalPrice: money('total_price').notNull()
+}, (t) => [primaryKey({ columns: [t.orderId, t.line] })])
+
+// Stored responses of create-order calls made with an Idempotency-Key, kept 24 hours.
+export const idempotencyKeys = pgTable('idempotency_keys', {
+  apiKeyId: uuid('api_key_id').notNull().references(() => apiKeys.id, { onDelete: 'cascade' }),
+  key: text('key').notNull(),
+  requestHash: text('request_hash').notNull(),
+  // null while the first request is still running.
+  statusCode: integer('status_code'),
+  responseBody: jsonb('response_body'),
+  responseHeaders: jsonb('response_headers'),
+  createdAt: createdAt(),
+  expiresAt: timestamp('expires_at', { withTimezone: true }).notNull()
+}, (t) => [
+  primaryKey({ columns: [t.apiKeyId, t.key] }),
+  index('idempotency_keys_expires_idx').on(t.expiresAt)
+])

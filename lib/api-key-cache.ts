@@ -1,0 +1,75 @@
+// Authenticates secrets through a short-lived cache, so a valid key is not looked up in the
+// database on every request while a revoked or deactivated one stops working within
+// `ttlMs` on every instance. Last use is written in batches.
+import { findApiKeyByHash, keyState, touchApiKeys, type ApiKeyRecord, type KeyState } from '../db/api-keys.ts'
+import type { Database } from '../db/client.ts'
+import { hashSecret, sameHash } from './api-key-secret.ts'
+
+interface Entry { record: ApiKeyRecord | null, fetchedAt: number }
+
+export type AuthResult = { ok: true, key: ApiKeyRecord } | { ok: false, reason: 'unknown' | Exclude<KeyState, 'active'> }
+
+export class ApiKeyCache {
+  readonly #database: Database
+  readonly #ttlMs: number
+  readonly #entries = new Map<string, Entry>()
+  readonly #inFlight = new Map<string, Promise<Entry>>()
+  readonly #used = new Set<string>()
+  #touchTimer: NodeJS.Timeout | undefined
+  #onError: (err: unknown) => void
+
+  constructor (database: Database, options: { ttlMs: number, touchIntervalMs: number, onError: (err: unknown) => void }) {
+    this.#database = database
+    this.#ttlMs = options.ttlMs
+    this.#onError = options.onError
+    this.#touchTimer = setInterval(() => { this.flushLastUsed().catch(this.#onError) }, options.touchIntervalMs).unref()
+  }
+
+  async authenticate (secret: string, now = Date.now()): Promise<AuthResult> {
+    const keyHash = hashSecret(secret)
+    let entry = this.#entries.get(keyHash)
+    if (entry === undefined || now - entry.fetchedAt >= this.#ttlMs) entry = await this.#load(keyHash, now)
+    const record = entry.record
+    if (record === null || !sameHash(record.keyHash, keyHash)) return { ok: false, reason: 'unknown' }
+    const state = keyState(record, new Date(now))
+    if (state !== 'active') return { ok: false, reason: state }
+    this.#used.add(record.id)
+    return { ok: true, key: record }
+  }
+
+  // Concurrent requests with the same key share one lookup.
+  #load (keyHash: string, now: number): Promise<Entry> {
+    let pending = this.#inFlight.get(keyHash)
+    if (pending === undefined) {
+      pending = findApiKeyByHash(this.#database.db, keyHash)
+        .then((record) => {
+          const entry = { record, fetchedAt: now }
+          // Unknown hashes are cached too, but bounded, so guessing cannot grow memory.
+          if (this.#entries.size > 10000) this.#entries.clear()
+          this.#entries.set(keyHash, entry)
+          return entry
+        })
+        .finally(() => this.#inFlight.delete(keyHash))
+      this.#inFlight.set(keyHash, pending)
+    }
+    return pending
+  }
+
+  async flushLastUsed (): Promise<void> {
+    if (this.#used.size === 0) return
+    const ids = [...this.#used]
+    this.#used.clear()
+    try {
+      await touchApiKeys(this.#database.db, ids, new Date())
+    } catch (err) {
+      // Kept for the next flush, so a database hiccup does not lose the keys' last use.
+      for (const id of ids) this.#used.add(id)
+      throw err
+    }
+  }
+
+  async close (): Promise<void> {
+    clearInterval(this.#touchTimer)
+    await this.flushLastUsed().catch(this.#onError)
+  }
+}

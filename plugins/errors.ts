@@ -1,0 +1,101 @@
+// The one place where failures become response bodies: { error, message, requestId, details? }.
+import fp from 'fastify-plugin'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError, apiError, errorCodes, type ErrorCode } from '../errors.ts'
+import { dottedPath } from '../lib/validation.ts'
+
+const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
+
+// Fastify's own request errors, by code.
+const FASTIFY_CODES: Record<string, [ErrorCode, string]> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: ['invalid_json', 'The request body is not valid JSON'],
+  FST_ERR_CTP_EMPTY_JSON_BODY: ['invalid_json', 'The request body is empty; send a JSON object'],
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['invalid_json', 'The request body does not match its Content-Length'],
+  FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large', 'The request body is larger than the limit'],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type', 'Send the body as application/json'],
+  FST_ERR_CTP_INVALID_TYPE: ['unsupported_media_type', 'Send the body as application/json'],
+  FST_ERR_HANDLER_TIMEOUT: ['service_unavailable', 'The service could not answer in time; retry shortly']
+}
+
+// Errors that mean the database cannot be reached or is refusing work right now.
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH',
+  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+  '57P01', '57P02', '57P03', '53300', '57014'
+])
+
+export function isDatabaseUnavailable (err: unknown): boolean {
+  return errorCodes(err).some((code) => UNAVAILABLE_CODES.has(code) || code.startsWith('08'))
+}
+
+// Statuses Fastify or a plugin may set on an error of its own, and the code each answers.
+const STATUS_CODES: Record<number, [ErrorCode, string]> = {
+  404: ['not_found', 'No such resource'],
+  413: ['payload_too_large', 'The request body is larger than the limit'],
+  415: ['unsupported_media_type', 'Send the body as application/json'],
+  429: ['rate_limit_exceeded', 'Rate limit exceeded; retry later']
+}
+
+function toApiError (err: FastifyError | ApiError): ApiError | null {
+  if (err instanceof ApiError) return err
+  // Anything may be thrown; what is not an object has nothing to map.
+  if (typeof err !== 'object' || err === null) return null
+  if (err.validation) {
+    const part = PART_NAMES[err.validationContext ?? ''] ?? err.validationContext ?? 'request'
+    const details = err.validation.map((v) => {
+      const missing = (v.params as { missingProperty?: string } | undefined)?.missingProperty
+      const path = dottedPath(v.instancePath, missing)
+      return { path: path ? `${part}.${path}` : part, message: v.message ?? 'is invalid' }
+    })
+    const first = details[0]!
+    return apiError('validation_failed', `${first.path}: ${first.message}`, { details })
+  }
+  const known = FASTIFY_CODES[err.code]
+  if (known) return apiError(known[0], known[1])
+  if (err instanceof SyntaxError && err.statusCode === 400) return apiError('invalid_json', 'The request body is not valid JSON')
+  if (isDatabaseUnavailable(err)) {
+    return apiError('service_unavailable', 'The service cannot reach its database; retry shortly', { headers: { 'retry-after': '5' } })
+  }
+  const status = typeof err.statusCode === 'number' ? err.statusCode : 500
+  const byStatus = STATUS_CODES[status]
+  if (byStatus) return apiError(byStatus[0], byStatus[1])
+  if (status >= 400 && status < 500) return apiError('validation_failed', 'The request is malformed')
+  return null
+}
+
+export function sendError (request: FastifyRequest, reply: FastifyReply, err: ApiError) {
+  // Also set here for errors raised before the onRequest hooks ran (see frameworkErrors).
+  reply.header('request-id', request.id)
+  if (err.headers) reply.headers(err.headers)
+  const body: Record<string, unknown> = { error: err.code, message: err.message, requestId: request.id }
+  if (err.details) body.details = err.details
+  return reply.code(err.statusCode).type('application/json; charset=utf-8').send(body)
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors the router raises before any hook or error
+ * handler (a URL that is not valid percent-encoding, a path segment over maxParamLength).
+ * Without it Fastify answers them with its own body, echoing the path, and no Request-Id.
+ */
+export function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const message = err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+    ? 'A path segment of the URL is too long'
+    : 'The URL is not valid'
+  return sendError(request, reply, apiError('validation_failed', message))
+}
+
+export default fp(async function errorsPlugin (app) {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const known = toApiError(err)
+    if (known === null) {
+      request.log.error({ err }, 'unexpected failure')
+      return sendError(request, reply, apiError('internal_error', 'Something went wrong on our side; quote the requestId to support'))
+    }
+    if (known.code === 'service_unavailable') request.log.warn({ err }, 'database unavailable')
+    return sendError(request, reply, known)
+  })
+
+  app.setNotFoundHandler((request, reply) => {
+    return sendError(request, reply, apiError('not_found', `No route for ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`))
+  })
+}, { name: 'errors' })

@@ -1,0 +1,55 @@
+// Prometheus metrics at /metrics: requests by route, method and status, latency, orders,
+// authentication failures by cause, rate-limited requests, idempotent replays, database pool.
+import fp from 'fastify-plugin'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+
+export interface Metrics {
+  ordersCreated: Counter
+  authFailures: Counter<'cause'>
+  rateLimited: Counter
+  idempotentReplays: Counter
+}
+
+declare module 'fastify' {
+  interface FastifyInstance { metrics: Metrics }
+}
+
+export default fp(async function metricsPlugin (app) {
+  // A registry per app, so several apps in one process (tests, the benchmark) do not collide.
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered', labelNames: ['route', 'method', 'status'], registers: [registry] })
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time to answer HTTP requests',
+    labelNames: ['route', 'method'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry]
+  })
+  const metrics: Metrics = {
+    ordersCreated: new Counter({ name: 'storefront_orders_created_total', help: 'Orders created', registers: [registry] }),
+    authFailures: new Counter({ name: 'storefront_auth_failures_total', help: 'Requests refused for their API key, by cause', labelNames: ['cause'], registers: [registry] }),
+    rateLimited: new Counter({ name: 'storefront_rate_limited_total', help: 'Requests answered 429', registers: [registry] }),
+    idempotentReplays: new Counter({ name: 'storefront_idempotent_replays_total', help: 'Create-order requests answered from a stored response', registers: [registry] })
+  }
+  const pool = new Gauge({ name: 'storefront_db_pool_connections', help: 'Database pool: max, open and active connections', labelNames: ['state'], registers: [registry] })
+  app.decorate('metrics', metrics)
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched'
+    requests.inc({ route, method: request.method, status: reply.statusCode })
+    if (request.authFailure) metrics.authFailures.inc({ cause: request.authFailure })
+    if (reply.statusCode === 429) metrics.rateLimited.inc()
+    duration.observe({ route, method: request.method }, reply.elapsedTime / 1000)
+  })
+
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    try {
+      const stats = await app.database.poolStats()
+      for (const [state, value] of Object.entries(stats)) pool.set({ state }, value)
+    } catch (err) {
+      request.log.warn({ err }, 'metrics: database pool statistics unavailable')
+    }
+    return reply.type(registry.contentType).send(await registry.metrics())
+  })
+}, { name: 'metrics', dependencies: ['store'] })

@@ -1,0 +1,19 @@
+// The integrators' API: every route below requires an API key and its route's scope.
+import type { FastifyPluginAsync } from 'fastify'
+import authPlugin from '../../../plugins/auth.ts'
+import rateLimit from '../../../plugins/rate-limit.ts'
+import orders from './orders.ts'
+import products from './products.ts'
+
+const externalV1: FastifyPluginAsync = async (app) => {
+  await app.register(authPlugin)
+  await app.register(rateLimit, {
+    max: app.config.RATE_LIMIT_MAX,
+    windowSeconds: app.config.RATE_LIMIT_WINDOW,
+    redis: app.redis
+  })
+  await app.register(products)
+  await app.register(orders)
+}
+
+export default externalV1

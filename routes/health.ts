@@ -1,0 +1,51 @@
+// Liveness and readiness for load balancers and orchestrators; no key needed.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { apiError } from '../errors.ts'
+import { errorResponses } from '../schemas/common.ts'
+
+const Status = Type.Object({ status: Type.String() })
+const Readiness = Type.Object({
+  status: Type.String({ examples: ['ready'] }),
+  redis: Type.String({ description: 'ok, unavailable (rate limits count per instance meanwhile) or not configured' })
+})
+
+const PING_DEADLINE_MS = 2000
+
+function withDeadline<T> (promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms)
+  })
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer))
+}
+
+const health: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/healthz', {
+    schema: { operationId: 'healthz', summary: 'The process is up', tags: ['Service'], security: [], response: { 200: { ...Status, description: 'The process is up' } } }
+  }, async () => ({ status: 'ok' }))
+
+  app.get('/readyz', {
+    schema: {
+      operationId: 'readyz',
+      summary: 'The instance can serve: its database answers and it is not shutting down; Redis is reported',
+      tags: ['Service'],
+      security: [],
+      response: { 200: { ...Readiness, description: 'Ready to serve' }, ...errorResponses([503, 'Not ready (service_unavailable)']) }
+    }
+  }, async () => {
+    if (app.draining) throw apiError('service_unavailable', 'The instance is shutting down')
+    try {
+      await withDeadline(app.database.ping(), PING_DEADLINE_MS)
+    } catch (err) {
+      app.log.warn({ err }, 'readiness check failed: database')
+      throw apiError('service_unavailable', 'The database is unreachable')
+    }
+    // Without Redis the instance still serves (rate limits count per instance), so a Redis
+    // outage must not take the whole fleet out of the load balancer: it is reported, not failed.
+    const redis = app.redis === null ? 'not configured' : app.redis.status === 'ready' ? 'ok' : 'unavailable'
+    return { status: 'ready', redis }
+  })
+}
+
+export default health

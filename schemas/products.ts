@@ -1,0 +1,60 @@
+// What integrators see of the catalogue.
+import { Type, type Static } from 'typebox'
+import { Money, Nullable, Page, PageQuery, Uuid, ref } from './common.ts'
+
+export const VariantOption = Type.Object({
+  id: Uuid,
+  name: Type.String({ examples: ['Black'] })
+}, { $id: 'VariantOption', title: 'VariantOption', additionalProperties: false })
+
+export const Variant = Type.Object({
+  id: Uuid,
+  name: Type.String({ examples: ['Color'] }),
+  options: Type.Array(ref(VariantOption))
+}, { $id: 'Variant', title: 'Variant', description: 'An option dimension of a product, such as Color or Size', additionalProperties: false })
+
+export const Combination = Type.Object({
+  id: Uuid,
+  optionIds: Type.Array(Uuid, { description: 'One option of each variant, in the order of the product\'s variants' }),
+  sku: Nullable(Type.String()),
+  barcode: Nullable(Type.String()),
+  quantity: Nullable(Type.Integer({ description: 'Stock; null when not tracked' })),
+  price: Money,
+  sellPrice: { ...Money, description: 'Price after the active discount (the combination\'s own, else the product\'s)' },
+  isAvailable: Type.Boolean(),
+  imageUrl: Nullable(Type.String())
+}, { $id: 'Combination', title: 'Combination', description: 'A purchasable combination of variant options; send its id as an order item\'s combinationId', additionalProperties: false })
+
+export const Product = Type.Object({
+  id: Uuid,
+  name: Type.String({ examples: ['Barista T-shirt'] }),
+  sku: Nullable(Type.String()),
+  quantity: Nullable(Type.Integer({ description: 'Stock; null when not tracked. With combinations: the sum of theirs (null when any is untracked)' })),
+  price: Money,
+  sellPrice: { ...Money, description: 'Price after the active discount, rounded half-up to cents' },
+  isAvailable: Type.Boolean(),
+  productImageUrl: Nullable(Type.String()),
+  variants: Type.Array(ref(Variant)),
+  combinations: Type.Array(ref(Combination))
+}, { $id: 'Product', title: 'Product', additionalProperties: false })
+export type Product = Static<typeof Product>
+
+export const ProductPage = Page(ref(Product), 'ProductPage', 'A page of products, sorted by name (case-insensitive), then id')
+export type ProductPage = Static<typeof ProductPage>
+
+export const ListProductsQuery = Type.Object({
+  query: Type.Optional(Type.String({ description: 'Case-insensitive substring of the name, SKU or barcode of the product or of any of its combinations', maxLength: 200 })),
+  page: Type.Optional(PageQuery),
+  isAvailable: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'Filter by availability' })),
+  categoryIds: Type.Optional(Type.String({ description: 'Comma-separated category GUIDs; a product in any of them matches; invalid GUIDs are ignored' })),
+  brandIds: Type.Optional(Type.String({ description: 'Comma-separated brand GUIDs; invalid GUIDs are ignored' })),
+  barcode: Type.Optional(Type.String({ description: 'Exact barcode of the product or of any of its combinations' })),
+  sku: Type.Optional(Type.String({ description: 'Exact SKU of the product or of any of its combinations' }))
+}, { additionalProperties: true })
+export type ListProductsQuery = Static<typeof ListProductsQuery>
+
+export const ProductParams = Type.Object({
+  id: Type.String({ description: 'Product GUID' })
+})
+
+export const productSchemas = [VariantOption, Variant, Combination, Product, ProductPage]

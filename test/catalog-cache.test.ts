@@ -1,0 +1,186 @@
+import { sql } from 'drizzle-orm'
+import t from 'tap'
+import type { App } from '../app.ts'
+import { execute } from '../db/client.ts'
+import { ReadCache } from '../lib/read-cache.ts'
+import { StoreState } from '../lib/store-state.ts'
+import type { CatalogProduct } from '../schemas/catalog-file.ts'
+import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, usingPostgres } from './helper.ts'
+
+const POLL_MS = 100
+// How far ahead a discount starts or ends: long enough for a slow import to finish first.
+const LEAD_MS = 2500
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+// Two instances on one database (a real PostgreSQL database when TEST_DATABASE_URL is set):
+// `writer` imports, `reader` serves the reads and learns of changes only by polling.
+const { database } = await createTestDatabase(t)
+const writer = await buildTestApp(t, { database, pollIntervalMs: POLL_MS })
+const reader = await buildTestApp(t, { database, pollIntervalMs: POLL_MS })
+const { key } = await makeKey(writer, ['products:list', 'products:find'])
+t.comment(`two instances on ${usingPostgres ? 'PostgreSQL' : 'one PGlite'}`)
+
+async function read (app: App, id: string) {
+  const res = await app.inject({ url: `/external/v1/products/${id}`, headers: authHeaders(key) })
+  if (res.statusCode !== 200) throw new Error(`GET product answered ${res.statusCode}: ${res.body}`)
+  return res.json<{ price: number, sellPrice: number, combinations: Array<{ sellPrice: number }> }>()
+}
+
+async function listed (app: App, id: string) {
+  const res = await app.inject({ url: `/external/v1/products?query=${encodeURIComponent(id)}`, headers: authHeaders(key) })
+  return res.json<{ items: Array<{ id: string, price: number, sellPrice: number }> }>().items.find((p) => p.id === id)
+}
+
+/** Polls `probe` until `done` holds; the time it took, or fails after `limitMs`. */
+async function until<V> (probe: () => Promise<V>, done: (v: V) => boolean, limitMs: number): Promise<number> {
+  const start = Date.now()
+  for (;;) {
+    if (done(await probe())) return Date.now() - start
+    if (Date.now() - start > limitMs) throw new Error(`not seen within ${limitMs} ms`)
+    await sleep(20)
+  }
+}
+
+t.test('an import on one instance is seen by another within the poll interval', async (t) => {
+  // The product's id is also its name, so the list can find it by query.
+  const id = crypto.randomUUID()
+  const product = makeProduct({ id, name: `cache ${id}`, price: 10 })
+  await importProducts(writer, [product])
+  // The first import of a store is not what this test is about (see the report on
+  // readStoreState); wait until the reader has caught up with it.
+  await sleep(3 * POLL_MS)
+
+  t.equal((await read(reader, id)).price, 10)
+  t.equal((await listed(reader, id))?.price, 10)
+
+  // A change behind the catalogue's back (no version bump) is not seen: the reads are cached.
+  await execute(database.db, sql`update products set price = 11 where id = ${id}`)
+  await sleep(3 * POLL_MS)
+  t.equal((await read(reader, id)).price, 10, 'the product read is cached')
+  t.equal((await listed(reader, id))?.price, 10, 'the list read is cached')
+
+  await importProducts(writer, [{ ...product, price: 12.34 }])
+  t.equal((await read(writer, id)).price, 12.34, 'the importing instance sees it at once')
+  const elapsed = await until(() => read(reader, id), (p) => p.price === 12.34, 5000)
+  t.ok(elapsed <= POLL_MS * 5, `the other instance saw the new price after ${elapsed} ms`)
+  await until(() => listed(reader, id), (p) => p?.price === 12.34, 1000)
+  t.equal((await listed(reader, id))?.sellPrice, 12.34)
+})
+
+t.test('the same instance drops its cached reads when it imports', async (t) => {
+  const product = makeProduct({ price: 5 })
+  await importProducts(writer, [product])
+  t.equal((await read(writer, product.id)).price, 5)
+  await importProducts(writer, [{ ...product, price: 6.5 }])
+  t.equal((await read(writer, product.id)).price, 6.5)
+})
+
+t.test('a discount that starts in a moment changes sellPrice without any import', async (t) => {
+  const startsAt = new Date(Date.now() + LEAD_MS)
+  const combinationsOf = (id: string): Pick<CatalogProduct, 'variants' | 'combinations'> => {
+    const option = crypto.randomUUID()
+    return {
+      variants: [{ id: crypto.randomUUID(), name: 'Size', options: [{ id: option, name: 'M' }] }],
+      combinations: [{ id, optionIds: [option], price: 8, isAvailable: true }]
+    }
+  }
+  const id = crypto.randomUUID()
+  const product = makeProduct({
+    id,
+    name: `discount ${id}`,
+    price: 10,
+    discount: { type: 'percentage', value: 50, startsAt: startsAt.toISOString(), endsAt: null },
+    ...combinationsOf(crypto.randomUUID())
+  })
+  await importProducts(writer, [product])
+  await sleep(3 * POLL_MS)
+  const before = await read(reader, id)
+  t.equal(before.sellPrice, 10)
+  t.equal(before.combinations[0]!.sellPrice, 8)
+  t.equal((await listed(reader, id))?.sellPrice, 10)
+  t.ok(Date.now() < startsAt.getTime(), 'read before the discount started')
+
+  await until(() => read(reader, id), (p) => p.sellPrice === 5, 5000)
+  const seenAt = Date.now()
+  t.ok(seenAt >= startsAt.getTime(), 'not before the discount starts')
+  t.ok(seenAt - startsAt.getTime() < 1000, `seen ${seenAt - startsAt.getTime()} ms after the start`)
+  const after = await read(reader, id)
+  t.equal(after.combinations[0]!.sellPrice, 4, 'the combination inherits the started discount')
+  t.equal((await listed(reader, id))?.sellPrice, 5, 'the list too')
+})
+
+t.test('a discount that ends restores the price without any import', async (t) => {
+  const endsAt = new Date(Date.now() + LEAD_MS)
+  const product = makeProduct({ price: 10, discount: { type: 'amount', value: 2.5, startsAt: null, endsAt: endsAt.toISOString() } })
+  await importProducts(writer, [product])
+  await sleep(3 * POLL_MS)
+  t.equal((await read(reader, product.id)).sellPrice, 7.5)
+  t.ok(Date.now() < endsAt.getTime(), 'read before the discount ended')
+  await until(() => read(reader, product.id), (p) => p.sellPrice === 10, 5000)
+  t.ok(Date.now() >= endsAt.getTime())
+  t.ok(Date.now() - endsAt.getTime() < 1000)
+})
+
+t.test('the first import into an empty store is seen by every instance', async (t) => {
+  const { database } = await createTestDatabase(t)
+  const writer = await buildTestApp(t, { database, pollIntervalMs: POLL_MS })
+  const reader = await buildTestApp(t, { database, pollIntervalMs: POLL_MS })
+  const { key } = await makeKey(writer, ['products:list'])
+  const list = async (app: App) => (await app.inject({ url: '/external/v1/products', headers: authHeaders(key) })).json<{ total: number }>()
+  t.equal((await list(reader)).total, 0)
+  t.equal((await list(writer)).total, 0)
+  await importProducts(writer, [makeProduct()])
+  t.equal((await list(writer)).total, 1, 'the importing instance')
+  await t.resolves(until(() => list(reader), (body) => body.total === 1, 2000), 'the other instance')
+})
+
+t.test('concurrent misses of one key share one load', async (t) => {
+  const state = new StoreState(database, (err) => { throw err })
+  await state.refresh()
+  let loads = 0
+  const load = async () => {
+    loads++
+    await sleep(50)
+    return { value: { n: loads }, expiresAt: Date.now() + 60_000 }
+  }
+  const results = await Promise.all(Array.from({ length: 10 }, () => state.cachedRead('k', load)))
+  t.equal(loads, 1)
+  t.same(results, Array.from({ length: 10 }, () => ({ n: 1 })))
+  t.same(await state.cachedRead('k', load), { n: 1 }, 'then served from the cache')
+  t.equal(loads, 1)
+  t.same(await state.cachedRead('other', load), { n: 2 }, 'another key loads on its own')
+})
+
+t.test('a read that raced a catalogue change is not kept', async (t) => {
+  const state = new StoreState(database, (err) => { throw err })
+  await state.refresh()
+  let loads = 0
+  const load = async () => {
+    loads++
+    // The change lands while this read is under way.
+    if (loads === 1) state.noteCatalogChange(String(BigInt(state.catalogVersion) + 1000n))
+    return { value: loads, expiresAt: Date.now() + 60_000 }
+  }
+  t.equal(await state.cachedRead('k', load), 1)
+  t.equal(await state.cachedRead('k', load), 2, 'read again, not served from the cache')
+  t.equal(await state.cachedRead('k', load), 2, 'this one is kept')
+})
+
+t.test('the read cache expires entries and stays bounded', async (t) => {
+  const cache = new ReadCache<number>(3)
+  const now = 1_000_000
+  cache.set('a', 1, now + 10)
+  t.equal(cache.get('a', now + 9), 1)
+  t.equal(cache.get('a', now + 10), undefined, 'gone at its expiry')
+  cache.set('a', 1, now + 100)
+  cache.set('b', 2, now + 100)
+  cache.set('c', 3, now + 100)
+  cache.set('b', 22, now + 100)
+  t.equal(cache.size, 3)
+  t.equal(cache.get('a', now), 1, 'setting a key again evicts nothing')
+  t.equal(cache.get('b', now), 22)
+  cache.set('d', 4, now + 100)
+  t.equal(cache.size, 3)
+  t.equal(cache.get('a', now), undefined, 'the oldest insertion went first')
+  t.same(['b', 'c', 'd'].map((k) => cache.get(k, now)), [22, 3, 4])
+})

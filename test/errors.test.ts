@@ -1,0 +1,185 @@
+import { Writable } from 'node:stream'
+import t from 'tap'
+import type tap from 'tap'
+import { Type } from 'typebox'
+import { generateSecret } from '../lib/api-key-secret.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const FAKE_KEY = generateSecret()
+const SQL_TEXT = `insert into "api_keys" ("key_hash") values ('${FAKE_KEY}') returning "id"`
+
+// Log lines, to check that failures are logged with the request id.
+const logLines: Array<Record<string, unknown>> = []
+const stream = new Writable({
+  write (chunk: Buffer, _encoding, done) {
+    for (const line of chunk.toString('utf8').split('\n')) if (line.trim() !== '') logLines.push(JSON.parse(line) as Record<string, unknown>)
+    done()
+  }
+})
+
+// BODY_LIMIT is lowered so the 413 needs only a small body.
+const app = await buildTestApp(t, { env: { BODY_LIMIT: '1024' }, logger: { level: 'error', stream } })
+
+// Routes that exist only in this test: one failing with internal detail, one taking a JSON body.
+app.get('/test/boom', async () => {
+  const err = new Error(`syntax error at or near "values": ${SQL_TEXT}`)
+  Object.assign(err, { code: '42601', query: SQL_TEXT, apiKey: FAKE_KEY })
+  throw err
+})
+app.get('/test/boom-status', async () => {
+  // A 5xx with a status of its own still answers internal_error without its message.
+  throw Object.assign(new Error(`upstream said ${FAKE_KEY}`), { statusCode: 502 })
+})
+app.get('/test/throw-string', async () => {
+  // eslint-disable-next-line no-throw-literal -- what this test is about
+  throw `select * from api_keys where key = '${FAKE_KEY}'`
+})
+app.get('/test/throw-null', async () => {
+  // eslint-disable-next-line no-throw-literal -- what this test is about
+  throw null
+})
+app.post('/test/echo', { schema: { body: Type.Object({ name: Type.String() }) } }, async (request) => request.body)
+
+const { key } = await makeKey(app, ['products:list', 'products:find'])
+const { key: listOnly } = await makeKey(app, ['products:list'])
+const product = makeProduct()
+await importProducts(app, [product])
+
+function assertErrorBody (t: Pick<typeof tap, 'equal' | 'same' | 'match' | 'ok'>, res: Awaited<ReturnType<typeof app.inject>>, status: number, code: string, withDetails = false) {
+  t.equal(res.statusCode, status)
+  t.match(res.headers['content-type'], /^application\/json/)
+  const body = res.json<Record<string, unknown>>()
+  t.same(Object.keys(body).sort(), withDetails ? ['details', 'error', 'message', 'requestId'] : ['error', 'message', 'requestId'])
+  t.match(body, { error: code, message: String, requestId: res.headers['request-id'] })
+  t.ok(typeof body.message === 'string' && body.message.length > 0)
+}
+
+t.test('400 validation_failed lists details', async (t) => {
+  const res = await app.inject({ url: '/external/v1/products?page=abc&isAvailable=maybe', headers: authHeaders(key) })
+  assertErrorBody(t, res, 400, 'validation_failed', true)
+  t.match(res.json(), { details: [{ path: /^query\.(page|isAvailable)$/, message: String }] })
+})
+
+t.test('400 invalid_product_id', async (t) => {
+  assertErrorBody(t, await app.inject({ url: '/external/v1/products/not-a-guid', headers: authHeaders(key) }), 400, 'invalid_product_id')
+})
+
+t.test('400 invalid_json for a body that is not JSON', async (t) => {
+  for (const payload of ['{"name": ', 'not json', '{"name": "a",}']) {
+    const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload })
+    assertErrorBody(t, res, 400, 'invalid_json')
+  }
+  const empty = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: '' })
+  assertErrorBody(t, empty, 400, 'invalid_json')
+  // A JSON body that breaks the schema is a validation error, not invalid_json.
+  const wrong = await app.inject({ method: 'POST', url: '/test/echo', payload: { name: 5 } })
+  assertErrorBody(t, wrong, 400, 'validation_failed', true)
+  t.match(wrong.json(), { details: [{ path: 'body.name', message: String }] })
+  const ok = await app.inject({ method: 'POST', url: '/test/echo', payload: { name: 'x' } })
+  t.equal(ok.statusCode, 200)
+})
+
+t.test('413 payload_too_large over BODY_LIMIT', async (t) => {
+  const payload = JSON.stringify({ name: 'x'.repeat(2000) })
+  const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload })
+  assertErrorBody(t, res, 413, 'payload_too_large')
+  const under = await app.inject({ method: 'POST', url: '/test/echo', payload: { name: 'x'.repeat(900) } })
+  t.equal(under.statusCode, 200)
+})
+
+t.test('415 unsupported_media_type', async (t) => {
+  const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/xml' }, payload: '<name>x</name>' })
+  assertErrorBody(t, res, 415, 'unsupported_media_type')
+})
+
+t.test('401 invalid_api_key', async (t) => {
+  assertErrorBody(t, await app.inject({ url: '/external/v1/products' }), 401, 'invalid_api_key')
+  assertErrorBody(t, await app.inject({ url: '/external/v1/products', headers: authHeaders(generateSecret()) }), 401, 'invalid_api_key')
+})
+
+t.test('403 insufficient_scope', async (t) => {
+  const res = await app.inject({ url: `/external/v1/products/${product.id}`, headers: authHeaders(listOnly) })
+  assertErrorBody(t, res, 403, 'insufficient_scope')
+  t.match(res.json(), { message: /products:find/ })
+})
+
+t.test('404 product_not_found', async (t) => {
+  const res = await app.inject({ url: '/external/v1/products/00000000-0000-4000-8000-000000000000', headers: authHeaders(key) })
+  assertErrorBody(t, res, 404, 'product_not_found')
+})
+
+t.test('404 not_found for an unknown route, with and without a key', async (t) => {
+  for (const url of ['/external/v1/nope', '/external/v1/products/a/b', '/external/v2/products', '/nope', '/']) {
+    assertErrorBody(t, await app.inject({ url }), 404, 'not_found')
+    assertErrorBody(t, await app.inject({ url, headers: authHeaders(key) }), 404, 'not_found')
+    assertErrorBody(t, await app.inject({ url, headers: authHeaders(generateSecret()) }), 404, 'not_found')
+  }
+  assertErrorBody(t, await app.inject({ method: 'DELETE', url: '/external/v1/products', headers: authHeaders(key) }), 404, 'not_found')
+})
+
+t.test('500 internal_error shows nothing from the inside', async (t) => {
+  for (const url of ['/test/boom', '/test/boom-status', '/test/throw-string', '/test/throw-null']) {
+    logLines.length = 0
+    const res = await app.inject({ url, headers: { 'x-request-id': `trace-${url.slice(6)}` } })
+    t.equal(res.statusCode, 500)
+    const body = res.json<Record<string, unknown>>()
+    t.same(body, { error: 'internal_error', message: body.message, requestId: `trace-${url.slice(6)}` })
+    t.type(body.message, 'string')
+    for (const secret of [FAKE_KEY, 'insert', 'api_keys', 'syntax error', 'upstream', '42601', 'stack', ' at ', '.ts:']) {
+      t.notMatch(res.body, secret, `the body does not contain ${secret}`)
+    }
+    // The failure is logged, with the request id, so support can find it.
+    t.ok(logLines.some((l) => l.requestId === `trace-${url.slice(6)}` && l.level === 50), 'logged with the request id')
+  }
+})
+
+t.test('every response carries a Request-Id header', async (t) => {
+  const requests = [
+    { url: '/healthz' },
+    { url: '/external/v1/products', headers: authHeaders(key) },
+    { url: '/external/v1/products?page=x', headers: authHeaders(key) },
+    { url: '/external/v1/products' },
+    { url: `/external/v1/products/${product.id}`, headers: authHeaders(listOnly) },
+    { url: '/nope' },
+    { url: '/test/boom' },
+    { method: 'POST' as const, url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: '{' },
+    { method: 'POST' as const, url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'x'.repeat(5000) }) }
+  ]
+  const seen = new Set<string>()
+  for (const request of requests) {
+    const res = await app.inject(request)
+    const id = res.headers['request-id']
+    t.match(id, UUID, `${request.url} → ${res.statusCode}`)
+    if (res.statusCode >= 400) t.equal(res.json().requestId, id)
+    seen.add(String(id))
+  }
+  t.equal(seen.size, requests.length, 'each request has its own id')
+})
+
+t.test('a safe client X-Request-Id is kept, an unsafe one replaced', async (t) => {
+  const safe = ['abc', 'A-b_c.d:e', '0', 'x'.repeat(128), 'f47ac10b-58cc-4372-a567-0e02b2c3d479']
+  for (const given of safe) {
+    const res = await app.inject({ url: '/external/v1/products', headers: { 'x-request-id': given } })
+    t.equal(res.headers['request-id'], given)
+    t.equal(res.json().requestId, given)
+  }
+  const unsafe = ['', 'x'.repeat(129), 'has space', 'semi;colon', '<script>', 'slash/id', 'ünïcode', 'new\tline']
+  for (const given of unsafe) {
+    const res = await app.inject({ url: '/external/v1/products', headers: { 'x-request-id': given } })
+    t.match(res.headers['request-id'], UUID, JSON.stringify(given))
+    t.equal(res.json().requestId, res.headers['request-id'])
+  }
+  const ok = await app.inject({ url: '/external/v1/products', headers: { ...authHeaders(key), 'x-request-id': 'order-42' } })
+  t.equal(ok.statusCode, 200)
+  t.equal(ok.headers['request-id'], 'order-42')
+})
+
+t.test('a URL the router rejects still answers the error body', async (t) => {
+  for (const url of ['/external/v1/products/%E0%A4%A', `/external/v1/products/${'a'.repeat(250)}`]) {
+    const res = await app.inject({ url, headers: { ...authHeaders(key), 'x-request-id': 'bad-url' } })
+    assertErrorBody(t, res, 400, 'validation_failed')
+    t.equal(res.headers['request-id'], 'bad-url')
+    t.notMatch(res.body, 'aaaaaaaa', 'the path is not echoed')
+  }
+})

@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto'
+import t from 'tap'
+import type { App } from '../app.ts'
+import { setOrderStatus } from '../db/orders.ts'
+import { ORDER_STATUSES, type OrderStatus } from '../schemas/orders.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+
+type T = Parameters<Parameters<typeof t.test>[0]>[0]
+
+interface Summary { id: string, orderNumber: string, status: OrderStatus }
+
+// decisions §3, written out here rather than imported, so the test checks the code.
+const ALLOWED: Array<[OrderStatus, OrderStatus]> = [
+  ['pending', 'confirmed'], ['pending', 'cancelled'],
+  ['confirmed', 'processing'], ['confirmed', 'cancelled'],
+  ['processing', 'shipped'], ['processing', 'cancelled'],
+  ['shipped', 'delivered']
+]
+// The path from pending to each status through allowed transitions.
+const PATH: Record<OrderStatus, OrderStatus[]> = {
+  pending: [],
+  confirmed: ['confirmed'],
+  processing: ['confirmed', 'processing'],
+  shipped: ['confirmed', 'processing', 'shipped'],
+  delivered: ['confirmed', 'processing', 'shipped', 'delivered'],
+  cancelled: ['cancelled']
+}
+
+const app = await buildTestApp(t, { env: { RATE_LIMIT_MAX: '1000000' } })
+const { key } = await makeKey(app)
+const product = makeProduct({ name: 'Status Teacup', price: 3.5, quantity: null })
+await importProducts(app, [product])
+
+async function newOrder (t: T): Promise<Summary> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/external/v1/orders',
+    headers: { ...authHeaders(key), 'content-type': 'application/json' },
+    payload: JSON.stringify({ customerName: 'Ada Lovelace', customerPhone: '+12133734253', items: [{ productId: product.id, quantity: 1 }] })
+  })
+  t.equal(res.statusCode, 201, 'order created')
+  const order = res.json<Summary>()
+  t.equal(order.status, 'pending')
+  return order
+}
+
+async function statusSeen (app: App, ref: string): Promise<OrderStatus> {
+  const res = await app.inject({ url: `/external/v1/orders/${ref}`, headers: authHeaders(key) })
+  return res.json<Summary>().status
+}
+
+/** An order brought to `status` through allowed transitions. */
+async function orderIn (t: T, status: OrderStatus): Promise<Summary> {
+  const order = await newOrder(t)
+  for (const next of PATH[status]) {
+    const result = await setOrderStatus(app.database.db, order.id, next)
+    t.equal(result.ok, true, `setup: → ${next}`)
+  }
+  t.equal(await statusSeen(app, order.id), status, `setup: the order is ${status}`)
+  return order
+}
+
+t.test('every allowed transition succeeds and GET shows the new status', async (t) => {
+  for (const [index, [from, to]] of ALLOWED.entries()) {
+    await t.test(`${from} → ${to}`, async (t) => {
+      const order = await orderIn(t, from)
+      // Alternate the two ways of naming an order.
+      const ref = index % 2 === 0 ? order.orderNumber : order.id
+      const result = await setOrderStatus(app.database.db, ref, to)
+      t.match(result, { ok: true, from, order: { id: order.id, orderNumber: order.orderNumber, status: to } })
+      t.equal(await statusSeen(app, order.id), to)
+      t.equal(await statusSeen(app, order.orderNumber), to)
+    })
+  }
+})
+
+t.test('a whole life: pending → confirmed → processing → shipped → delivered', async (t) => {
+  const order = await newOrder(t)
+  for (const [i, next] of (['confirmed', 'processing', 'shipped', 'delivered'] as const).entries()) {
+    const result = await setOrderStatus(app.database.db, i % 2 === 0 ? order.id : order.orderNumber, next)
+    t.equal(result.ok, true, `→ ${next}`)
+    t.equal(await statusSeen(app, order.id), next)
+  }
+})
+
+t.test('every other transition is refused as forbidden and changes nothing', async (t) => {
+  const allowed = new Set(ALLOWED.map(([from, to]) => `${from}>${to}`))
+  for (const from of ORDER_STATUSES) {
+    await t.test(`from ${from}`, async (t) => {
+      const order = await orderIn(t, from)
+      const expectedAllowed = ALLOWED.filter(([f]) => f === from).map(([, to]) => to)
+      for (const to of ORDER_STATUSES) {
+        if (to === from || allowed.has(`${from}>${to}`)) continue
+        for (const ref of [order.id, order.orderNumber]) {
+          const result = await setOrderStatus(app.database.db, ref, to)
+          t.match(result, { ok: false, reason: 'forbidden', from }, `${from} → ${to} is forbidden`)
+          if (!result.ok && result.reason === 'forbidden') t.same([...result.allowed].sort(), [...expectedAllowed].sort(), 'names what is allowed')
+          t.equal(await statusSeen(app, order.id), from, 'status unchanged')
+        }
+      }
+    })
+  }
+})
+
+t.test('the examples of the brief, by number and by id', async (t) => {
+  const cases: Array<[OrderStatus, OrderStatus]> = [['pending', 'shipped'], ['delivered', 'cancelled'], ['cancelled', 'confirmed'], ['shipped', 'cancelled']]
+  for (const [from, to] of cases) {
+    const order = await orderIn(t, from)
+    t.match(await setOrderStatus(app.database.db, order.orderNumber, to), { ok: false, reason: 'forbidden' }, `${from} → ${to} by number`)
+    t.match(await setOrderStatus(app.database.db, order.id, to), { ok: false, reason: 'forbidden' }, `${from} → ${to} by id`)
+    t.equal(await statusSeen(app, order.id), from)
+  }
+})
+
+t.test('an unknown order is not_found', async (t) => {
+  for (const ref of [randomUUID(), '999999999', '999999999999999999', 'not-an-order', '', '-5']) {
+    t.same(await setOrderStatus(app.database.db, ref, 'confirmed'), { ok: false, reason: 'not_found' }, JSON.stringify(ref))
+  }
+})
+
+t.test('an upper-case GUID names the order', async (t) => {
+  const order = await newOrder(t)
+  t.match(await setOrderStatus(app.database.db, order.id.toUpperCase(), 'confirmed'), { ok: true, from: 'pending' })
+  t.equal(await statusSeen(app, order.id), 'confirmed')
+})
