@@ -1,7 +1,9 @@
 # storefront-api: multi-stage build — install, compile, prune to production dependencies.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
+# patches/ before the install: its postinstall step patches the database driver (see the README).
 COPY package.json package-lock.json ./
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build && npm prune --omit=dev

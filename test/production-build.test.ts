@@ -1,7 +1,7 @@
 // The container's path without Docker: `npm run build`, prune to production dependencies,
 // then the image's exact start command on that tree.
 import { execFileSync } from 'node:child_process'
-import { cpSync, mkdtempSync, rmSync } from 'node:fs'
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -16,8 +16,9 @@ t.test('the pruned production build serves with `node bin/storefront.js serve`',
   const outDir = join(tree, 'dist')
   execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: root, stdio: 'pipe' })
   cpSync(join(root, 'db/migrations'), join(outDir, 'db/migrations'), { recursive: true })
-  for (const file of ['package.json', 'package-lock.json', 'bin']) cpSync(join(root, file), join(tree, file), { recursive: true })
-  execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: tree, stdio: 'pipe' })
+  for (const file of ['package.json', 'package-lock.json', 'patches', 'bin']) cpSync(join(root, file), join(tree, file), { recursive: true })
+  execFileSync('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: tree, stdio: 'pipe' })
+  t.match(readFileSync(join(tree, 'node_modules/postgres/src/connection.js'), 'utf8'), /clearImmediate\(nextWriteTimer\)\n\s+chunk = nextWriteTimer = null/, 'the install patched the database driver')
   t.throws(() => execFileSync(process.execPath, ['-e', 'import("tsx")'], { cwd: tree, stdio: 'pipe' }), 'no dev dependency is left')
 
   const env: Record<string, string> = usingPostgres
