@@ -6,6 +6,8 @@ import { trustProxySetting, type Config } from './config.ts'
 import type { Database } from './db/client.ts'
 import { buildValidator } from './lib/validation.ts'
 import errors, { frameworkErrors } from './plugins/errors.ts'
+import inputGuard from './plugins/input-guard.ts'
+import jobs from './plugins/jobs.ts'
 import metrics from './plugins/metrics.ts'
 import openapi from './plugins/openapi.ts'
 import redis from './plugins/redis.ts'
@@ -25,10 +27,6 @@ export interface AppOptions {
   config: Config
   database: Database
   logger?: FastifyServerOptions['logger']
-  /** Polling interval of settings and catalogue version (ms). */
-  pollIntervalMs?: number
-  /** How long a key is trusted before it is looked up again (ms); bounds revocation delay. */
-  keyCacheTtlMs?: number
 }
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -54,11 +52,11 @@ export async function buildApp (options: AppOptions) {
     schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     // Bounded waits: a slow or stuck client cannot hold a connection forever.
-    requestTimeout: 30_000,
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
     // A deadline for every request (create-order sets its own): a query on a black-holed
     // connection never fails by itself.
-    handlerTimeout: 5_000,
-    connectionTimeout: 60_000,
+    handlerTimeout: config.HANDLER_TIMEOUT_MS,
+    connectionTimeout: config.CONNECTION_TIMEOUT_MS,
     // While closing, requests on open connections are still served; /readyz already fails.
     return503OnClosing: false
   }).withTypeProvider<TypeBoxTypeProvider>()
@@ -74,13 +72,11 @@ export async function buildApp (options: AppOptions) {
   })
 
   await app.register(errors)
-  await app.register(openapi, { publicBaseUrl: config.PUBLIC_BASE_URL })
-  await app.register(store, {
-    database: options.database,
-    pollIntervalMs: options.pollIntervalMs ?? 500,
-    keyCacheTtlMs: options.keyCacheTtlMs ?? 2000
-  })
-  await app.register(redis, { url: config.REDIS_URL })
+  await app.register(inputGuard)
+  await app.register(openapi)
+  await app.register(store, { database: options.database })
+  await app.register(jobs)
+  await app.register(redis)
   await app.register(metrics)
   await app.register(health)
   await app.register(externalV1, { prefix: '/external/v1' })

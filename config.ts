@@ -23,7 +23,30 @@ export const ConfigSchema = Type.Object({
   }),
   MIGRATE_ON_START: Type.Boolean({ default: false, description: 'Apply migrations before serving (always on for the embedded database)' }),
   BODY_LIMIT: Type.Integer({ default: 1048576, minimum: 1024, description: 'Largest request body in bytes' }),
-  SHUTDOWN_TIMEOUT: Type.Integer({ default: 10000, minimum: 0, description: 'Milliseconds to finish in-flight requests on SIGTERM' })
+  SHUTDOWN_TIMEOUT: Type.Integer({ default: 10000, minimum: 0, description: 'Milliseconds to finish in-flight requests on SIGTERM' }),
+
+  // Deadlines: a slow client, a stuck query or a lost database never holds a request forever.
+  REQUEST_TIMEOUT_MS: Type.Integer({ default: 30000, minimum: 1000, description: 'Longest time to receive a whole request' }),
+  CONNECTION_TIMEOUT_MS: Type.Integer({ default: 60000, minimum: 1000, description: 'Idle socket timeout' }),
+  HANDLER_TIMEOUT_MS: Type.Integer({ default: 5000, minimum: 100, description: 'Deadline of a read request; past it 503 service_unavailable' }),
+  ORDER_TIMEOUT_MS: Type.Integer({ default: 30000, minimum: 1000, description: 'Deadline of create-order (longer than its lock and statement timeouts)' }),
+  DB_POOL_SIZE: Type.Integer({ default: 10, minimum: 1, maximum: 1000, description: 'PostgreSQL connections per instance' }),
+  DB_STATEMENT_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 0, description: 'Longest a request\'s SQL statement may run (0: no limit)' }),
+  IDEMPOTENCY_LOCK_TIMEOUT_MS: Type.Integer({ default: 5000, minimum: 100, description: 'How long a duplicate create-order waits for the first before 409 idempotency_key_in_use' }),
+
+  // What each instance keeps in memory, and how fast it notices changes made elsewhere.
+  STATE_POLL_MS: Type.Integer({ default: 500, minimum: 10, description: 'How often settings and the catalogue version are polled' }),
+  KEY_CACHE_TTL_MS: Type.Integer({ default: 2000, minimum: 0, description: 'How long an API key is trusted before it is looked up again; bounds the revocation delay' }),
+  KEY_LAST_USED_FLUSH_MS: Type.Integer({ default: 5000, minimum: 100, description: 'How often keys\' last use is written' }),
+  CATALOG_CACHE_ENTRIES: Type.Integer({ default: 20000, minimum: 0, description: 'Catalogue reads (products, pages) cached per instance' }),
+  CATALOG_CACHE_MAX_MS: Type.Integer({ default: 60000, minimum: 0, description: 'Longest a cached catalogue read lives when no change is signalled' }),
+
+  AUTH_FAILURE_LIMIT: Type.Integer({ default: 60, minimum: 1, description: 'Failed authentications per client IP and rate-limit window' }),
+  MAINTENANCE_RETRY_AFTER: Type.Integer({ default: 60, minimum: 1, description: 'Retry-After seconds of store_under_maintenance' }),
+  IDEMPOTENCY_TTL_HOURS: Type.Integer({ default: 24, minimum: 1, description: 'How long an Idempotency-Key replays its first response' }),
+  IDEMPOTENCY_CLEANUP_MS: Type.Integer({ default: 3600000, minimum: 1000, description: 'How often expired Idempotency-Key records are deleted' }),
+  REDIS_COMMAND_TIMEOUT_MS: Type.Integer({ default: 250, minimum: 10, description: 'A Redis command slower than this counts as Redis being down (limits fall back to the instance)' }),
+  REDIS_CONNECT_TIMEOUT_MS: Type.Integer({ default: 2000, minimum: 10, description: 'How long start-up waits for Redis before serving without it' })
 })
 
 export type Config = Static<typeof ConfigSchema>

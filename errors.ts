@@ -1,32 +1,46 @@
-// Every error code the API can answer, with its HTTP status: the one list integrators rely on.
-export const ERROR_STATUS = {
-  validation_failed: 400,
-  invalid_json: 400,
-  invalid_product_id: 400,
-  customer_name_required: 400,
-  items_required: 400,
-  invalid_item: 400,
-  invalid_quantity: 400,
-  invalid_phone_number: 400,
-  order_creation_failed: 400,
-  invalid_api_key: 401,
-  insufficient_scope: 403,
-  not_found: 404,
-  product_not_found: 404,
-  order_not_found: 404,
-  idempotency_key_in_use: 409,
-  idempotency_key_reused: 422,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  rate_limit_exceeded: 429,
-  internal_error: 500,
-  store_under_maintenance: 503,
-  service_unavailable: 503
-} as const
+// Every error code the API can answer, with its HTTP status and default message: the one
+// list integrators rely on. The error handler, the OpenAPI document and the routes' error
+// lists all read it.
+export const ERRORS = {
+  validation_failed: { status: 400, message: 'The request does not match the schema' },
+  invalid_json: { status: 400, message: 'The request body is not valid JSON' },
+  invalid_product_id: { status: 400, message: 'The product id must be a GUID' },
+  customer_name_required: { status: 400, message: 'customerName is required and must not be blank' },
+  items_required: { status: 400, message: 'items must be a non-empty array' },
+  invalid_item: { status: 400, message: 'An item\'s productId is not a product GUID' },
+  invalid_quantity: { status: 400, message: 'An item\'s quantity must be a whole number from 1 to 100,000' },
+  invalid_phone_number: { status: 400, message: 'The delivery phone is not a valid phone number' },
+  order_creation_failed: { status: 400, message: 'The order could not be created' },
+  invalid_api_key: { status: 401, message: 'The API key is not valid' },
+  insufficient_scope: { status: 403, message: 'This API key lacks the scope of this operation' },
+  not_found: { status: 404, message: 'No such resource' },
+  product_not_found: { status: 404, message: 'No product has that id' },
+  order_not_found: { status: 404, message: 'No order of yours matches that number or id' },
+  idempotency_key_in_use: { status: 409, message: 'A request with this Idempotency-Key is still running; retry shortly' },
+  payload_too_large: { status: 413, message: 'The request body is larger than the limit' },
+  unsupported_media_type: { status: 415, message: 'Send the body as application/json' },
+  idempotency_key_reused: { status: 422, message: 'This Idempotency-Key was already used with a different body' },
+  rate_limit_exceeded: { status: 429, message: 'Rate limit exceeded; retry later' },
+  internal_error: { status: 500, message: 'Something went wrong on our side; quote the requestId to support' },
+  store_under_maintenance: { status: 503, message: 'The store is under maintenance; retry later' },
+  service_unavailable: { status: 503, message: 'The service cannot reach its database; retry shortly' }
+} as const satisfies Record<string, { status: number, message: string }>
 
-export type ErrorCode = keyof typeof ERROR_STATUS
+export type ErrorCode = keyof typeof ERRORS
+export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[]
 
-export interface ErrorDetail { path: string, message: string }
+/** Why an order line cannot be ordered (in `order_creation_failed` details). */
+export const LINE_FAILURE_REASONS = ['out_of_stock', 'unavailable', 'combination_required', 'combination_mismatch'] as const
+export type LineFailureReason = typeof LINE_FAILURE_REASONS[number]
+
+export interface ErrorDetail {
+  path: string
+  message: string
+  /** Only on order_creation_failed: what a program can act on. */
+  reason?: LineFailureReason
+  /** Only with reason out_of_stock: the units left. */
+  available?: number
+}
 
 /** An error the API answers as `{ error: code, message, requestId, details? }`. */
 export class ApiError extends Error {
@@ -34,18 +48,23 @@ export class ApiError extends Error {
 
   constructor (
     readonly code: ErrorCode,
-    message: string,
+    message: string = ERRORS[code].message,
     readonly details?: ErrorDetail[],
     readonly headers?: Record<string, string>
   ) {
     super(message)
     this.name = 'ApiError'
-    this.statusCode = ERROR_STATUS[code]
+    this.statusCode = ERRORS[code].status
   }
 }
 
-export function apiError (code: ErrorCode, message: string, extra: { details?: ErrorDetail[], headers?: Record<string, string> } = {}): ApiError {
+export function apiError (code: ErrorCode, message?: string, extra: { details?: ErrorDetail[], headers?: Record<string, string> } = {}): ApiError {
   return new ApiError(code, message, extra.details, extra.headers)
+}
+
+/** validation_failed naming the offending field, as every schema failure does. */
+export function invalidField (path: string, problem: string): ApiError {
+  return apiError('validation_failed', `${path}: ${problem}`, { details: [{ path, message: problem }] })
 }
 
 /** The `code`s along an error's cause chain: drivers and Drizzle wrap the database's error. */

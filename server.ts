@@ -8,7 +8,7 @@ import { importCatalog } from './db/catalog.ts'
 import { migrateDatabase, openDatabase, type Database } from './db/client.ts'
 import { countProducts } from './db/products.ts'
 import { SCOPES } from './lib/api-key-secret.ts'
-import { demoCatalog } from './lib/demo-catalog.ts'
+import { demoCatalog } from './services/demo-catalog.ts'
 
 /** The known postgres.js socket fault (porsager/postgres#1154): the pool recovers from it. */
 export function isDriverSocketFault (err: unknown): boolean {

@@ -41,7 +41,8 @@ interface ProductRow {
 /** A product as integrators see it, and the instant its prices next change (when a discount starts or ends). */
 export interface PricedProduct { product: Product, priceChangesAt: Date | null }
 
-const discountJson = (owner: 'product_id' | 'combination_id', ownerId: string) => sql.raw(`(select json_build_object(
+/** A discount row as JSON (`type`, `value` as text, `startsAt`, `endsAt`), or null. */
+export const discountJson = (owner: 'product_id' | 'combination_id', ownerId: string) => sql.raw(`(select json_build_object(
     'type', d.type, 'value', d.value::text, 'startsAt', d.starts_at, 'endsAt', d.ends_at) from discounts d where d.${owner} = ${ownerId})`)
 
 // One round trip: each product row carries its discount, variants and combinations as JSON.

@@ -4,6 +4,7 @@ import {
   bigint, boolean, check, index, integer, jsonb, numeric, pgSequence, pgTable, primaryKey,
   text, timestamp, uniqueIndex, uuid
 } from 'drizzle-orm/pg-core'
+import { ORDER_STATUSES } from '../schemas/orders.ts'
 
 // Money is numeric(12,2): exact, read as a string and handled as integer cents in lib/money.ts.
 const money = (name: string) => numeric(name, { precision: 12, scale: 2 })
@@ -140,7 +141,7 @@ export const orders = pgTable('orders', {
   id: uuid('id').primaryKey(),
   orderNumber: bigint('order_number', { mode: 'number' }).notNull().unique(),
   apiKeyId: uuid('api_key_id').notNull().references(() => apiKeys.id),
-  status: text('status', { enum: ['pending', 'confirmed', 'processing', 'shipped', 'delivered', 'cancelled'] }).notNull(),
+  status: text('status', { enum: ORDER_STATUSES }).notNull(),
   total: money('total').notNull(),
   deliveryFee: money('delivery_fee').notNull(),
   finalTotal: money('final_total').notNull(),
@@ -154,7 +155,7 @@ export const orders = pgTable('orders', {
 }, (t) => [
   index('orders_key_created_idx').on(t.apiKeyId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   index('orders_customer_search_trgm_idx').using('gin', sql`(lower(${t.customerName} || ' ' || coalesce(${t.customerPhone}, ''))) gin_trgm_ops`),
-  check('orders_status', sql`${t.status} in ('pending', 'confirmed', 'processing', 'shipped', 'delivered', 'cancelled')`)
+  check('orders_status', sql`${t.status} in (${sql.raw(ORDER_STATUSES.map((s) => `'${s}'`).join(', '))})`)
 ])
 
 // How many orders each key has, spread over a few rows per key so concurrent orders of one
@@ -186,6 +187,8 @@ export const idempotencyKeys = pgTable('idempotency_keys', {
   // null while the first request is still running.
   statusCode: integer('status_code'),
   responseBody: jsonb('response_body'),
+  // The shape the body was stored in: a replay of an older shape is read again in today's.
+  responseVersion: integer('response_version').notNull().default(1),
   responseHeaders: jsonb('response_headers'),
   createdAt: createdAt(),
   expiresAt: timestamp('expires_at', { withTimezone: true }).notNull()

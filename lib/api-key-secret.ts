@@ -1,5 +1,5 @@
 // API key secrets: 256 random bits behind a recognisable prefix, stored only as a SHA-256 hash.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 
 export const SCOPES = ['products:list', 'products:find', 'orders:create', 'orders:list', 'orders:find'] as const
 export type Scope = typeof SCOPES[number]
@@ -18,10 +18,4 @@ export function isWellFormedSecret (value: string): boolean {
 
 export function hashSecret (secret: string): string {
   return createHash('sha256').update(secret).digest('hex')
-}
-
-export function sameHash (a: string, b: string): boolean {
-  const left = Buffer.from(a, 'hex')
-  const right = Buffer.from(b, 'hex')
-  return left.length === right.length && timingSafeEqual(left, right)
 }

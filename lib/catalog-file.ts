@@ -1,11 +1,8 @@
 // Checks a catalogue file against the import format and its own consistency, naming the
 // JSON path of every problem (`products[3].price: must be a number`).
-import { Ajv, type ErrorObject } from 'ajv'
-import addFormats from 'ajv-formats'
 import { CatalogFile } from '../schemas/catalog-file.ts'
-import { UUID_PATTERN } from '../schemas/common.ts'
 import { isAmount } from './money.ts'
-import { dottedPath } from './validation.ts'
+import { bodyAjv, pathsWithNul, validationDetails } from './validation.ts'
 
 const MAX_PROBLEMS = 20
 
@@ -22,47 +19,15 @@ export class CatalogError extends Error {
   }
 }
 
-const ajv = new Ajv({ allErrors: true, coerceTypes: false, strict: false })
-addFormats.default(ajv)
-// ajv-formats' uuid also takes a `urn:uuid:` prefix, which PostgreSQL's uuid type refuses.
-ajv.addFormat('uuid', new RegExp(UUID_PATTERN))
-const validateShape = ajv.compile<CatalogFile>(CatalogFile)
-
-const article = (word: string) => (/^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`)
-
-function describe (error: ErrorObject): string {
-  const path = dottedPath(error.instancePath, (error.params as { missingProperty?: string }).missingProperty) || '(root)'
-  if (error.keyword === 'type') {
-    const types = ([] as string[]).concat((error.params as { type: string | string[] }).type)
-    return `${path}: must be ${types.map((t) => (t === 'null' ? 'null' : article(t))).join(' or ')}`
-  }
-  if (error.keyword === 'required') return `${path}: is required`
-  if (error.keyword === 'enum') return `${path}: must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
-  if (error.keyword === 'format') {
-    const format = String((error.params as { format: string }).format)
-    return `${path}: must be ${format === 'uuid' ? 'a GUID' : format === 'date-time' ? 'an ISO 8601 date-time with a UTC offset' : `${article(format)} string`}`
-  }
-  return `${path}: ${error.message ?? 'is invalid'}`
-}
-
-// PostgreSQL text cannot hold U+0000; finding it here names the path instead of failing in SQL.
-function findNulCharacters (value: unknown, path: string, problems: string[]): void {
-  if (typeof value === 'string') {
-    if (value.includes('\u0000')) problems.push(`${path || '(root)'}: must not contain the character U+0000`)
-  } else if (Array.isArray(value)) {
-    value.forEach((item, i) => findNulCharacters(item, `${path}[${i}]`, problems))
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) findNulCharacters(item, path ? `${path}.${key}` : key, problems)
-  }
-}
+const validateShape = bodyAjv.compile<CatalogFile>(CatalogFile)
 
 type CatalogDiscount = NonNullable<NonNullable<CatalogFile['products']>[number]['discount']>
 
 /** The file's content when it is a valid catalogue; otherwise a CatalogError listing the problems. */
 export function checkCatalog (data: unknown): CatalogFile {
-  if (!validateShape(data)) throw new CatalogError(validateShape.errors!.map(describe))
+  if (!validateShape(data)) throw new CatalogError(validationDetails(validateShape.errors!).map((d) => `${d.path}: ${d.message}`))
   const problems: string[] = []
-  findNulCharacters(data, '', problems)
+  for (const path of pathsWithNul(data)) problems.push(`${path}: must not contain the character U+0000`)
 
   // Ids are compared case-insensitively, as PostgreSQL's uuid type does.
   const seen = new Map<string, string>()

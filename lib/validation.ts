@@ -1,17 +1,35 @@
-// Two Ajv compilers over the same shared schemas: query strings and params are coerced
-// (`page=2` is a number), request bodies never are (`"quantity": "2"` stays a string).
-import { AjvCompiler } from '@fastify/ajv-compiler'
+// The one validation setup: two Ajv instances over the same shared schemas. Query strings
+// and path parameters are coerced (`page=2` is a number); bodies, the create-order body and
+// catalogue files alike, never are (`"quantity": "2"` stays a string). Errors become
+// details `{ path, message }` that name the field and say what it must be.
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
+import addFormats from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
+import { UUID_PATTERN } from '../schemas/common.ts'
 
-const coercing = { coerceTypes: 'array', useDefaults: true, removeAdditional: true, allErrors: false } as const
-const strict = { ...coercing, coerceTypes: false } as const
+function makeAjv (coerceTypes: 'array' | false): Ajv {
+  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: true, allErrors: true, strict: false })
+  addFormats.default(ajv)
+  // ajv-formats' uuid also takes a `urn:uuid:` prefix, which PostgreSQL's uuid type refuses.
+  ajv.addFormat('uuid', new RegExp(UUID_PATTERN))
+  return ajv
+}
 
-export function buildValidator (externalSchemas: unknown, serverOptions: { customOptions?: object, plugins?: unknown[] } = {}): FastifySchemaCompiler<unknown> {
-  const factory = AjvCompiler()
-  const plugins = serverOptions.plugins ?? []
-  const forQuery = factory(externalSchemas as never, { customOptions: coercing, plugins } as never)
-  const forBody = factory(externalSchemas as never, { customOptions: strict, plugins } as never)
-  return (route) => (route.httpPart === 'body' ? forBody : forQuery)(route as never)
+export const queryAjv = makeAjv('array')
+export const bodyAjv = makeAjv(false)
+
+/** Registers shared schemas (by `$id`) with both instances, once however many apps are built. */
+export function addSharedSchemas (schemas: Iterable<object>): void {
+  for (const schema of schemas as Iterable<{ $id?: string }>) {
+    if (schema.$id === undefined) continue
+    for (const ajv of [queryAjv, bodyAjv]) if (ajv.getSchema(schema.$id) === undefined) ajv.addSchema(schema)
+  }
+}
+
+/** Fastify's schema compiler: bodies on the strict instance, everything else coerced. */
+export function buildValidator (externalSchemas: Record<string, { $id?: string }> = {}): FastifySchemaCompiler<unknown> {
+  addSharedSchemas(Object.values(externalSchemas))
+  return ({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema as object) as ValidateFunction
 }
 
 /** `/items/0/quantity` → `items[0].quantity`: the path shape of every error detail. */
@@ -19,4 +37,68 @@ export function dottedPath (pointer: string, missingProperty?: string): string {
   const parts = pointer.split('/').filter((p) => p !== '').map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'))
   if (missingProperty) parts.push(missingProperty)
   return parts.reduce((path, part) => /^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part, '')
+}
+
+const article = (word: string) => (/^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`)
+const FORMAT_NAMES: Record<string, string> = {
+  uuid: 'a GUID',
+  'date-time': 'an ISO 8601 date-time with a UTC offset',
+  uri: 'an absolute URL'
+}
+
+function problemOf (error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>
+  switch (error.keyword) {
+    case 'required': return 'is required'
+    case 'type': {
+      const types = ([] as string[]).concat(params.type as string | string[])
+      return `must be ${types.map((t) => (t === 'null' ? 'null' : article(t))).join(' or ')}`
+    }
+    case 'enum': return `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`
+    case 'const': return `must be ${JSON.stringify(params.allowedValue)}`
+    case 'format': return `must be ${FORMAT_NAMES[String(params.format)] ?? `${article(String(params.format))} string`}`
+    case 'maxLength': return `must be at most ${String(params.limit)} characters long`
+    case 'minLength': return `must be at least ${String(params.limit)} characters long`
+    case 'maxItems': return `must have at most ${String(params.limit)} items`
+    case 'minItems': return `must have at least ${String(params.limit)} items`
+    default: return error.message ?? 'is invalid'
+  }
+}
+
+/**
+ * One detail per offending field. A failed `anyOf` (a nullable field, a union) reports only
+ * its most telling branch: "must be <= 90" for a latitude of 91, not also "must be null"
+ * and "must match a schema in anyOf".
+ */
+export function validationDetails (errors: ErrorObject[], prefix = ''): Array<{ path: string, message: string }> {
+  const byPath = new Map<string, ErrorObject[]>()
+  for (const error of errors) {
+    if (error.keyword === 'anyOf' || error.keyword === 'oneOf' || error.keyword === 'if') continue
+    const path = dottedPath(error.instancePath, (error.params as { missingProperty?: string }).missingProperty)
+    byPath.set(path, [...(byPath.get(path) ?? []), error])
+  }
+  const details: Array<{ path: string, message: string }> = []
+  for (const [path, found] of byPath) {
+    // A branch that failed only for not being null says less than one that failed on the value.
+    const telling = found.filter((e) => !(e.keyword === 'type' && (e.params as { type: unknown }).type === 'null'))
+    const chosen = telling.length > 0 ? telling : found
+    // Literal unions (`true` or `false`) fail one `const` per branch: name them all at once.
+    const consts = chosen.filter((e) => e.keyword === 'const')
+    const messages = consts.length > 1
+      ? [`must be one of ${consts.map((e) => JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)).join(', ')}`]
+      : [...new Set(chosen.map(problemOf))]
+    const fullPath = [prefix, path].filter(Boolean).join('.') || '(root)'
+    for (const message of messages) details.push({ path: fullPath, message })
+  }
+  return details
+}
+
+/** Where a JSON value holds U+0000, which PostgreSQL text cannot store: `items[0].name`, `(root)`. */
+export function pathsWithNul (value: unknown, path = ''): string[] {
+  if (typeof value === 'string') return value.includes('\u0000') ? [path || '(root)'] : []
+  if (Array.isArray(value)) return value.flatMap((item, i) => pathsWithNul(item, `${path}[${i}]`))
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).flatMap(([key, item]) => pathsWithNul(item, path ? `${path}.${key}` : key))
+  }
+  return []
 }

@@ -1,14 +1,13 @@
-// Authenticates the API key of every /external/v1 request and enforces the route's scope.
+// Admits every /external/v1 request: authenticates its API key, counts it against the rate
+// limit, and enforces the route's scope.
 import fp from 'fastify-plugin'
 import type { ApiKeyRecord } from '../db/api-keys.ts'
-import { apiError, type ApiError } from '../errors.ts'
+import { apiError } from '../errors.ts'
 import { isWellFormedSecret, type Scope } from '../lib/api-key-secret.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
     apiKey: ApiKeyRecord | null
-    authFailure: AuthFailure | null
-    authError: ApiError | null
   }
   interface FastifyContextConfig {
     /** The scope a key needs to call the route. */
@@ -50,34 +49,27 @@ function presentedSecret (headers: Record<string, string | string[] | undefined>
 
 export default fp(async function authPlugin (app) {
   app.decorateRequest('apiKey', null)
-  app.decorateRequest('authError', null)
-  app.decorateRequest('authFailure', null)
+  const countRequest = app.rateLimit().bind(app)
 
-  // Authentication records its outcome instead of throwing, so the rate limiter (a
-  // route-level onRequest hook, which runs after this one) can count failed attempts per
-  // client IP; the 401 or 403 is raised in preParsing, before any body is read.
-  app.addHook('onRequest', async (request) => {
+  // The whole admission of a request, in order: who is calling; whether they may call this
+  // often (per key once known, per client IP otherwise, so guessing keys is slow too); then
+  // 401 or 403 before any body is read.
+  app.addHook('onRequest', async (request, reply) => {
     const presented = presentedSecret(request.headers)
-    let failure: AuthFailure
+    let failure: AuthFailure | null = null
     if ('secret' in presented) {
       const result = await app.apiKeys.authenticate(presented.secret)
-      if (result.ok) {
-        request.apiKey = result.key
-        return
-      }
-      failure = result.reason
+      if (result.ok) request.apiKey = result.key
+      else failure = result.reason
     } else {
       failure = presented.failure
     }
-    request.authFailure = failure
-    request.authError = apiError('invalid_api_key', MESSAGES[failure])
-  })
-
-  app.addHook('preParsing', async (request) => {
-    if (request.authError) throw request.authError
+    if (failure !== null) app.metrics.authFailures.inc({ cause: failure })
+    await countRequest(request, reply)
+    if (failure !== null) throw apiError('invalid_api_key', MESSAGES[failure])
     const scope = request.routeOptions.config.scope
     if (scope !== undefined && !request.apiKey!.scopes.includes(scope)) {
       throw apiError('insufficient_scope', `This API key lacks the ${scope} scope`)
     }
   })
-}, { name: 'auth', dependencies: ['store'] })
+}, { name: 'auth', dependencies: ['store', 'rate-limit', 'metrics'] })

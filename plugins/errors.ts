@@ -1,19 +1,20 @@
 // The one place where failures become response bodies: { error, message, requestId, details? }.
 import fp from 'fastify-plugin'
+import type { ErrorObject } from 'ajv'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, apiError, errorCodes, type ErrorCode } from '../errors.ts'
-import { dottedPath } from '../lib/validation.ts'
+import { validationDetails } from '../lib/validation.ts'
 
 const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
 
 // Fastify's own request errors, by code.
-const FASTIFY_CODES: Record<string, [ErrorCode, string]> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: ['invalid_json', 'The request body is not valid JSON'],
+const FASTIFY_CODES: Record<string, [ErrorCode, string?]> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: ['invalid_json'],
   FST_ERR_CTP_EMPTY_JSON_BODY: ['invalid_json', 'The request body is empty; send a JSON object'],
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['invalid_json', 'The request body does not match its Content-Length'],
-  FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large', 'The request body is larger than the limit'],
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type', 'Send the body as application/json'],
-  FST_ERR_CTP_INVALID_TYPE: ['unsupported_media_type', 'Send the body as application/json'],
+  FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large'],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type'],
+  FST_ERR_CTP_INVALID_TYPE: ['unsupported_media_type'],
   FST_ERR_HANDLER_TIMEOUT: ['service_unavailable', 'The service could not answer in time; retry shortly']
 }
 
@@ -29,11 +30,11 @@ export function isDatabaseUnavailable (err: unknown): boolean {
 }
 
 // Statuses Fastify or a plugin may set on an error of its own, and the code each answers.
-const STATUS_CODES: Record<number, [ErrorCode, string]> = {
-  404: ['not_found', 'No such resource'],
-  413: ['payload_too_large', 'The request body is larger than the limit'],
-  415: ['unsupported_media_type', 'Send the body as application/json'],
-  429: ['rate_limit_exceeded', 'Rate limit exceeded; retry later']
+const STATUS_CODES: Record<number, ErrorCode> = {
+  404: 'not_found',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limit_exceeded'
 }
 
 function toApiError (err: FastifyError | ApiError): ApiError | null {
@@ -42,23 +43,16 @@ function toApiError (err: FastifyError | ApiError): ApiError | null {
   if (typeof err !== 'object' || err === null) return null
   if (err.validation) {
     const part = PART_NAMES[err.validationContext ?? ''] ?? err.validationContext ?? 'request'
-    const details = err.validation.map((v) => {
-      const missing = (v.params as { missingProperty?: string } | undefined)?.missingProperty
-      const path = dottedPath(v.instancePath, missing)
-      return { path: path ? `${part}.${path}` : part, message: v.message ?? 'is invalid' }
-    })
-    const first = details[0]!
-    return apiError('validation_failed', `${first.path}: ${first.message}`, { details })
+    const details = validationDetails(err.validation as ErrorObject[], part)
+    return apiError('validation_failed', `${details[0]!.path}: ${details[0]!.message}`, { details })
   }
   const known = FASTIFY_CODES[err.code]
-  if (known) return apiError(known[0], known[1])
-  if (err instanceof SyntaxError && err.statusCode === 400) return apiError('invalid_json', 'The request body is not valid JSON')
-  if (isDatabaseUnavailable(err)) {
-    return apiError('service_unavailable', 'The service cannot reach its database; retry shortly', { headers: { 'retry-after': '5' } })
-  }
+  if (known) return apiError(...known)
+  if (err instanceof SyntaxError && err.statusCode === 400) return apiError('invalid_json')
+  if (isDatabaseUnavailable(err)) return apiError('service_unavailable', undefined, { headers: { 'retry-after': '5' } })
   const status = typeof err.statusCode === 'number' ? err.statusCode : 500
   const byStatus = STATUS_CODES[status]
-  if (byStatus) return apiError(byStatus[0], byStatus[1])
+  if (byStatus) return apiError(byStatus)
   if (status >= 400 && status < 500) return apiError('validation_failed', 'The request is malformed')
   return null
 }
@@ -89,7 +83,7 @@ export default fp(async function errorsPlugin (app) {
     const known = toApiError(err)
     if (known === null) {
       request.log.error({ err }, 'unexpected failure')
-      return sendError(request, reply, apiError('internal_error', 'Something went wrong on our side; quote the requestId to support'))
+      return sendError(request, reply, apiError('internal_error'))
     }
     if (known.code === 'service_unavailable') request.log.warn({ err }, 'database unavailable')
     return sendError(request, reply, known)

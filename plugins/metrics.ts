@@ -38,7 +38,6 @@ export default fp(async function metricsPlugin (app) {
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched'
     requests.inc({ route, method: request.method, status: reply.statusCode })
-    if (request.authFailure) metrics.authFailures.inc({ cause: request.authFailure })
     if (reply.statusCode === 429) metrics.rateLimited.inc()
     duration.observe({ route, method: request.method }, reply.elapsedTime / 1000)
   })

@@ -15,14 +15,15 @@ response header to support. Money amounts are JSON numbers with at most two deci
 
 export const sharedSchemas = [ErrorBody, ...productSchemas, ...orderSchemas]
 
-export default fp<{ publicBaseUrl?: string | undefined }>(async function openapiPlugin (app, options) {
+export default fp(async function openapiPlugin (app) {
+  const publicBaseUrl = app.config.PUBLIC_BASE_URL
   for (const schema of sharedSchemas) app.addSchema(schema)
 
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: { title: 'Storefront External API', version: '1.0.0', description: API_DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
-      ...(options.publicBaseUrl ? { servers: [{ url: options.publicBaseUrl }] } : {}),
+      ...(publicBaseUrl ? { servers: [{ url: publicBaseUrl }] } : {}),
       tags: [
         { name: 'Products', description: 'The catalogue' },
         { name: 'Orders', description: 'Orders created with your API key' },

@@ -9,16 +9,17 @@ declare module 'fastify' {
   interface FastifyInstance { redis: Redis | null }
 }
 
-export default fp<{ url: string | undefined }>(async function redisPlugin (app, options) {
-  if (!options.url) {
+export default fp(async function redisPlugin (app) {
+  const { REDIS_URL: url, REDIS_COMMAND_TIMEOUT_MS, REDIS_CONNECT_TIMEOUT_MS } = app.config
+  if (!url) {
     app.decorate('redis', null)
     return
   }
-  const redis = new Redis(options.url, {
+  const redis = new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
-    commandTimeout: 250,
-    connectTimeout: 2000,
+    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000)
   })
   let reported = false
@@ -32,7 +33,7 @@ export default fp<{ url: string | undefined }>(async function redisPlugin (app, 
     reported = false
   })
   // Give Redis a moment to connect so the first requests count in it; serve without it otherwise.
-  await Promise.race([once(redis, 'ready'), setTimeout(2000)]).catch(() => {})
+  await Promise.race([once(redis, 'ready'), setTimeout(REDIS_CONNECT_TIMEOUT_MS)]).catch(() => {})
   app.decorate('redis', redis)
   app.addHook('onClose', async () => { redis.disconnect() })
 }, { name: 'redis' })

@@ -1,9 +1,9 @@
 // Adds the database and what each instance keeps about the store in memory: settings and
-// catalogue version (polled), the read cache, and the API key cache.
+// catalogue version (polled), the catalogue read cache, and the API key cache.
 import fp from 'fastify-plugin'
 import type { Database } from '../db/client.ts'
-import { ApiKeyCache } from '../lib/api-key-cache.ts'
-import { StoreState } from '../lib/store-state.ts'
+import { ApiKeyCache } from '../services/api-keys.ts'
+import { StoreState } from '../services/store-state.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,22 +13,20 @@ declare module 'fastify' {
   }
 }
 
-export interface StoreOptions {
-  database: Database
-  /** How often settings and the catalogue version are polled. */
-  pollIntervalMs: number
-  /** How long an authenticated key is trusted before it is looked up again. */
-  keyCacheTtlMs: number
-}
-
-export default fp<StoreOptions>(async function storePlugin (app, options) {
+export default fp<{ database: Database }>(async function storePlugin (app, { database }) {
+  const { config } = app
   const onError = (err: unknown) => app.log.warn({ err }, 'background store refresh failed')
-  const storeState = new StoreState(options.database, onError)
+  const storeState = new StoreState(database, {
+    pollIntervalMs: config.STATE_POLL_MS,
+    cacheEntries: config.CATALOG_CACHE_ENTRIES,
+    cacheMaxMs: config.CATALOG_CACHE_MAX_MS,
+    onError
+  })
   await storeState.refresh()
-  storeState.start(options.pollIntervalMs)
-  const apiKeys = new ApiKeyCache(options.database, { ttlMs: options.keyCacheTtlMs, touchIntervalMs: 5000, onError })
+  storeState.start()
+  const apiKeys = new ApiKeyCache(database, { ttlMs: config.KEY_CACHE_TTL_MS, touchIntervalMs: config.KEY_LAST_USED_FLUSH_MS, onError })
 
-  app.decorate('database', options.database)
+  app.decorate('database', database)
   app.decorate('storeState', storeState)
   app.decorate('apiKeys', apiKeys)
 

@@ -31,7 +31,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'The instance can serve: its database answers and it is not shutting down; Redis is reported',
       tags: ['Service'],
       security: [],
-      response: { 200: { ...Readiness, description: 'Ready to serve' }, ...errorResponses([503, 'Not ready (service_unavailable)']) }
+      response: { 200: { ...Readiness, description: 'Ready to serve' }, ...errorResponses('service_unavailable') }
     }
   }, async () => {
     if (app.draining) throw apiError('service_unavailable', 'The instance is shutting down')

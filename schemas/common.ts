@@ -1,5 +1,6 @@
 // Wire shapes shared by every resource: ids, money, the page envelope, the error body.
 import { Type, type Static, type TSchema } from 'typebox'
+import { ERROR_CODES, ERRORS, LINE_FAILURE_REASONS, type ErrorCode, type LineFailureReason } from '../errors.ts'
 
 /** A reference to a shared schema registered with `addSchema`; typed as the schema it names. */
 export function ref<T extends TSchema & { $id?: string }> (schema: T) {
@@ -12,15 +13,30 @@ export const isUuid = (value: unknown): value is string => typeof value === 'str
 
 export const Uuid = Type.String({ format: 'uuid', pattern: UUID_PATTERN, examples: ['c0ffee00-0000-4000-8000-000000000001'] })
 export const Money = Type.Number({ description: 'Amount with at most two decimals', examples: [19.99] })
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+/**
+ * The schema or null. A plain type becomes a type list (`["string", "null"]`), so a bad value
+ * fails once, on the value; a reference needs a union.
+ */
+export function Nullable<T extends TSchema> (schema: T) {
+  const type = (schema as { type?: unknown }).type
+  return typeof type === 'string'
+    ? Type.Unsafe<Static<T> | null>({ ...schema, type: [type, 'null'] })
+    : Type.Unsafe<Static<T> | null>(Type.Union([schema, Type.Null()]))
+}
 
 export const ErrorDetail = Type.Object({
-  path: Type.String({ examples: ['/items/0/quantity'] }),
-  message: Type.String({ examples: ['must be integer'] })
-})
+  path: Type.String({ description: 'The offending field or order line', examples: ['query.page', 'items[2]'] }),
+  message: Type.String({ examples: ['must be an integer'] }),
+  reason: Type.Optional(Type.Unsafe<LineFailureReason>({
+    type: 'string',
+    enum: [...LINE_FAILURE_REASONS],
+    description: 'On order_creation_failed: why this line cannot be ordered'
+  })),
+  available: Type.Optional(Type.Integer({ minimum: 0, description: 'With reason out_of_stock: the units left' }))
+}, { additionalProperties: false })
 
 export const ErrorBody = Type.Object({
-  error: Type.String({ description: 'Machine-readable error code', examples: ['product_not_found'] }),
+  error: Type.Unsafe<ErrorCode>({ type: 'string', enum: ERROR_CODES, description: 'Machine-readable error code: one of a closed list', examples: ['product_not_found'] }),
   message: Type.String({ description: 'Human-readable explanation', examples: ['No product matches that id'] }),
   requestId: Type.String({ description: 'Echoed in the Request-Id header; quote it to support', examples: ['req-8f3a2c'] }),
   details: Type.Optional(Type.Array(ErrorDetail, { description: 'Present on validation errors' }))
@@ -44,14 +60,26 @@ export function Page<T extends TSchema> (item: T, id: string, description: strin
   }, { $id: id, title: id, description, additionalProperties: false })
 }
 
+/** The largest page number: PostgreSQL's integer, so no page is too large to compute. */
+export const MAX_PAGE = 2_147_483_647
+
 export const PageQuery = Type.Integer({
   description: 'One-based page number; values below 1 are treated as 1',
   default: 1,
-  maximum: 1_000_000_000
+  maximum: MAX_PAGE
 })
 
-/** An error response of the given statuses, all answering the shared Error body. */
-export function errorResponses<S extends number> (...statuses: Array<[S, string]>) {
-  return Object.fromEntries(statuses.map(([status, description]) =>
-    [status, { ...ref(ErrorBody), description }])) as unknown as Record<S, ReturnType<typeof ref<typeof ErrorBody>>>
+type StatusOf<C extends ErrorCode> = (typeof ERRORS)[C]['status']
+
+/**
+ * The documented error responses of an operation, from the codes it can answer: one
+ * response per status, describing each code with its default message.
+ */
+export function errorResponses<C extends ErrorCode> (...codes: C[]) {
+  const byStatus = new Map<number, ErrorCode[]>()
+  for (const code of codes) byStatus.set(ERRORS[code].status, [...(byStatus.get(ERRORS[code].status) ?? []), code])
+  return Object.fromEntries([...byStatus].map(([status, list]) => [status, {
+    ...ref(ErrorBody),
+    description: list.map((code) => `\`${code}\`: ${ERRORS[code].message}`).join('; ')
+  }])) as unknown as Record<StatusOf<C>, ReturnType<typeof ref<typeof ErrorBody>>>
 }

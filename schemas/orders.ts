@@ -5,6 +5,15 @@ import { Money, Nullable, Page, PageQuery, Uuid, ref } from './common.ts'
 export const ORDER_STATUSES = ['pending', 'confirmed', 'processing', 'shipped', 'delivered', 'cancelled'] as const
 export type OrderStatus = typeof ORDER_STATUSES[number]
 
+/** An order number as integrators write it: digits, no leading zero, within a bigint. */
+export const ORDER_NUMBER_PATTERN = /^[1-9]\d{0,14}$/
+
+/**
+ * The version of the OrderSummary shape: bump it whenever a field is added or changed, so
+ * Idempotency-Key replays stored in an older shape are read again in the new one.
+ */
+export const ORDER_SHAPE_VERSION = 1
+
 export const MAX_ORDER_LINES = 500
 export const MAX_LINE_QUANTITY = 100_000
 
@@ -65,6 +74,7 @@ export const Order = Type.Object({ ...orderFields, items: Type.Array(ref(OrderIt
 export type Order = Static<typeof Order>
 
 export const OrderPage = Page(ref(OrderSummary), 'OrderPage', 'A page of the calling key\'s orders, newest first')
+export type OrderPage = Static<typeof OrderPage>
 
 export const ListOrdersQuery = Type.Object({
   query: Type.Optional(Type.String({ maxLength: 200, description: 'An order number (exact or prefix), or a case-insensitive part of the customer\'s name or phone' })),

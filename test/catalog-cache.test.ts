@@ -3,7 +3,7 @@ import t from 'tap'
 import type { App } from '../app.ts'
 import { execute } from '../db/client.ts'
 import { ReadCache } from '../lib/read-cache.ts'
-import { StoreState } from '../lib/store-state.ts'
+import { StoreState } from '../services/store-state.ts'
 import type { CatalogProduct } from '../schemas/catalog-file.ts'
 import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, usingPostgres } from './helper.ts'
 
@@ -15,8 +15,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 // Two instances on one database (a real PostgreSQL database when TEST_DATABASE_URL is set):
 // `writer` imports, `reader` serves the reads and learns of changes only by polling.
 const { database } = await createTestDatabase(t)
-const writer = await buildTestApp(t, { database, pollIntervalMs: POLL_MS })
-const reader = await buildTestApp(t, { database, pollIntervalMs: POLL_MS })
+const writer = await buildTestApp(t, { database, env: { STATE_POLL_MS: String(POLL_MS) } })
+const reader = await buildTestApp(t, { database, env: { STATE_POLL_MS: String(POLL_MS) } })
 const { key } = await makeKey(writer, ['products:list', 'products:find'])
 t.comment(`two instances on ${usingPostgres ? 'PostgreSQL' : 'one PGlite'}`)
 
@@ -123,8 +123,8 @@ t.test('a discount that ends restores the price without any import', async (t) =
 
 t.test('the first import into an empty store is seen by every instance', async (t) => {
   const { database } = await createTestDatabase(t)
-  const writer = await buildTestApp(t, { database, pollIntervalMs: POLL_MS })
-  const reader = await buildTestApp(t, { database, pollIntervalMs: POLL_MS })
+  const writer = await buildTestApp(t, { database, env: { STATE_POLL_MS: String(POLL_MS) } })
+  const reader = await buildTestApp(t, { database, env: { STATE_POLL_MS: String(POLL_MS) } })
   const { key } = await makeKey(writer, ['products:list'])
   const list = async (app: App) => (await app.inject({ url: '/external/v1/products', headers: authHeaders(key) })).json<{ total: number }>()
   t.equal((await list(reader)).total, 0)
@@ -135,13 +135,13 @@ t.test('the first import into an empty store is seen by every instance', async (
 })
 
 t.test('concurrent misses of one key share one load', async (t) => {
-  const state = new StoreState(database, (err) => { throw err })
+  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheEntries: 100, cacheMaxMs: 60_000, onError: (err) => { throw err } })
   await state.refresh()
   let loads = 0
   const load = async () => {
     loads++
     await sleep(50)
-    return { value: { n: loads }, expiresAt: Date.now() + 60_000 }
+    return { value: { n: loads }, changesAt: [] }
   }
   const results = await Promise.all(Array.from({ length: 10 }, () => state.cachedRead('k', load)))
   t.equal(loads, 1)
@@ -152,14 +152,14 @@ t.test('concurrent misses of one key share one load', async (t) => {
 })
 
 t.test('a read that raced a catalogue change is not kept', async (t) => {
-  const state = new StoreState(database, (err) => { throw err })
+  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheEntries: 100, cacheMaxMs: 60_000, onError: (err) => { throw err } })
   await state.refresh()
   let loads = 0
   const load = async () => {
     loads++
     // The change lands while this read is under way.
-    if (loads === 1) state.noteCatalogChange(String(BigInt(state.catalogVersion) + 1000n))
-    return { value: loads, expiresAt: Date.now() + 60_000 }
+    if (loads === 1) await state.catalogChanged()
+    return { value: loads, changesAt: [] }
   }
   t.equal(await state.cachedRead('k', load), 1)
   t.equal(await state.cachedRead('k', load), 2, 'read again, not served from the cache')

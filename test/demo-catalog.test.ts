@@ -1,6 +1,6 @@
 import t from 'tap'
 import { checkCatalog } from '../lib/catalog-file.ts'
-import { demoCatalog } from '../lib/demo-catalog.ts'
+import { demoCatalog } from '../services/demo-catalog.ts'
 import { sellPriceCents, toCents } from '../lib/money.ts'
 import { authHeaders, buildTestApp, importProducts, makeKey } from './helper.ts'
 

@@ -42,6 +42,7 @@ export async function createTestDatabase (t: TestContext, options: { poolSize?: 
 }
 
 export interface TestAppOptions extends Partial<Omit<AppOptions, 'config' | 'database'>> {
+  /** Configuration as environment variables, over the test defaults. */
   database?: Database
   env?: Record<string, string>
 }

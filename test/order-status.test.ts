@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { App } from '../app.ts'
-import { setOrderStatus } from '../db/orders.ts'
+import { setOrderStatus } from '../services/order-status.ts'
 import { ORDER_STATUSES, type OrderStatus } from '../schemas/orders.ts'
 import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
 

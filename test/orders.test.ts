@@ -98,7 +98,7 @@ async function orderRow (app: App, id: string) {
   return row
 }
 
-/** Asserts the error status, code and body shape ({ error, message, requestId } and details only on validation_failed). */
+/** Asserts the error status, code and body shape ({ error, message, requestId }, details only on validation_failed and per-line order_creation_failed). */
 function checkError (t: T, res: Res, status: number, code: string, message?: RegExp) {
   t.equal(res.statusCode, status, `status ${status}`)
   const body = res.json<Record<string, unknown>>()
@@ -108,9 +108,9 @@ function checkError (t: T, res: Res, status: number, code: string, message?: Reg
   if (message) t.match(body.message, message)
   t.equal(body.requestId, res.headers['request-id'], 'requestId is the Request-Id header')
   t.ok(String(body.requestId).length > 0, 'a requestId')
-  if (code === 'validation_failed') {
+  if (code === 'validation_failed' || (code === 'order_creation_failed' && body.details !== undefined)) {
     t.same(Object.keys(body).sort(), ['details', 'error', 'message', 'requestId'])
-    t.ok(Array.isArray(body.details) && (body.details as unknown[]).length > 0, 'details on validation errors')
+    t.ok(Array.isArray(body.details) && (body.details as unknown[]).length > 0, `details on ${code}`)
   } else {
     t.same(Object.keys(body).sort(), ['error', 'message', 'requestId'])
   }

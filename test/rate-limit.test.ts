@@ -7,10 +7,12 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import t from 'tap'
 import type { App } from '../app.ts'
+import { loadConfig } from '../config.ts'
 import { setApiKeyRateLimit } from '../db/api-keys.ts'
-import { AUTH_FAILURE_LIMIT } from '../plugins/rate-limit.ts'
 import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct } from './helper.ts'
 import { startTcpProxy } from './tcp-proxy.ts'
+
+const { AUTH_FAILURE_LIMIT } = loadConfig({})
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -55,8 +57,8 @@ const { database } = await createTestDatabase(t)
 const product = makeProduct({ name: 'Rate limited' })
 
 /** An instance on this file's database; several may share it, as a fleet does. */
-function appWith (t: T, env: Record<string, string> = {}, extra: { keyCacheTtlMs?: number } = {}): Promise<App> {
-  return buildTestApp(t, { database, env, ...extra })
+function appWith (t: T, env: Record<string, string> = {}): Promise<App> {
+  return buildTestApp(t, { database, env })
 }
 
 const seeded = await appWith(t)
@@ -138,7 +140,7 @@ t.test('the window resets', async (t) => {
 })
 
 t.test('a per-key override applies instead of RATE_LIMIT_MAX, and the operator can change it', async (t) => {
-  const app = await appWith(t, { RATE_LIMIT_MAX: '100' }, { keyCacheTtlMs: 100 })
+  const app = await appWith(t, { RATE_LIMIT_MAX: '100', KEY_CACHE_TTL_MS: '100' })
   const { id, key } = await makeKey(app, ['products:list'], { rateLimit: 3 })
   const { key: plain } = await makeKey(app, ['products:list'])
   const remoteAddress = uniqueIp()

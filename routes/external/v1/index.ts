@@ -6,12 +6,8 @@ import orders from './orders.ts'
 import products from './products.ts'
 
 const externalV1: FastifyPluginAsync = async (app) => {
+  await app.register(rateLimit)
   await app.register(authPlugin)
-  await app.register(rateLimit, {
-    max: app.config.RATE_LIMIT_MAX,
-    windowSeconds: app.config.RATE_LIMIT_WINDOW,
-    redis: app.redis
-  })
   await app.register(products)
   await app.register(orders)
 }

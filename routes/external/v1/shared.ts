@@ -1,18 +1,10 @@
-// What every /external/v1 operation shares: its common error responses and cache lifetimes.
+// What every /external/v1 operation shares: the errors any of them can answer.
+import type { ErrorCode } from '../../../errors.ts'
 import { errorResponses } from '../../../schemas/common.ts'
 
-export const commonErrors = errorResponses(
-  [401, 'API key missing, malformed, unknown, inactive, revoked or expired (invalid_api_key)'],
-  [403, 'The key lacks this operation\'s scope (insufficient_scope)'],
-  [429, 'Rate limit exceeded (rate_limit_exceeded); see Retry-After'],
-  [500, 'Unexpected failure (internal_error)'],
-  [503, 'The database is unreachable (service_unavailable)']
-)
+const COMMON_ERRORS = ['validation_failed', 'invalid_api_key', 'insufficient_scope', 'rate_limit_exceeded', 'internal_error', 'service_unavailable'] as const
 
-/** Upper bound on how long a cached read lives even if no change is ever signalled. */
-export const MAX_CACHE_MS = 60_000
-
-/** A cached read expires at the earliest price change it contains, or after MAX_CACHE_MS. */
-export function cacheExpiry (now: Date, priceChanges: Array<Date | null>): number {
-  return Math.min(now.getTime() + MAX_CACHE_MS, ...priceChanges.filter((d): d is Date => d !== null).map((d) => d.getTime()))
+/** The documented error responses of an operation: its own codes plus those every operation can answer. */
+export function v1Errors<C extends ErrorCode> (...codes: C[]) {
+  return errorResponses<C | typeof COMMON_ERRORS[number]>(...codes, ...COMMON_ERRORS)
 }

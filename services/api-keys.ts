@@ -3,7 +3,7 @@
 // `ttlMs` on every instance. Last use is written in batches.
 import { findApiKeyByHash, keyState, touchApiKeys, type ApiKeyRecord, type KeyState } from '../db/api-keys.ts'
 import type { Database } from '../db/client.ts'
-import { hashSecret, sameHash } from './api-key-secret.ts'
+import { hashSecret } from '../lib/api-key-secret.ts'
 
 interface Entry { record: ApiKeyRecord | null, fetchedAt: number }
 
@@ -30,7 +30,7 @@ export class ApiKeyCache {
     let entry = this.#entries.get(keyHash)
     if (entry === undefined || now - entry.fetchedAt >= this.#ttlMs) entry = await this.#load(keyHash, now)
     const record = entry.record
-    if (record === null || !sameHash(record.keyHash, keyHash)) return { ok: false, reason: 'unknown' }
+    if (record === null) return { ok: false, reason: 'unknown' }
     const state = keyState(record, new Date(now))
     if (state !== 'active') return { ok: false, reason: state }
     this.#used.add(record.id)
