@@ -77,6 +77,13 @@ export function validationDetails (errors: ErrorObject[], prefix = ''): Array<{ 
     const path = dottedPath(error.instancePath, (error.params as { missingProperty?: string }).missingProperty)
     byPath.set(path, [...(byPath.get(path) ?? []), error])
   }
+  // A nullable object that failed inside (a latitude of 91) also failed "must be null" one
+  // level up: that says nothing the inner error does not.
+  const onlyNotNull = (found: ErrorObject[]) => found.every((e) => e.keyword === 'type' && (e.params as { type: unknown }).type === 'null')
+  const paths = [...byPath.keys()]
+  for (const [path, found] of byPath) {
+    if (onlyNotNull(found) && paths.some((p) => p !== path && (path === '' || p.startsWith(`${path}.`) || p.startsWith(`${path}[`)))) byPath.delete(path)
+  }
   const details: Array<{ path: string, message: string }> = []
   for (const [path, found] of byPath) {
     // A branch that failed only for not being null says less than one that failed on the value.

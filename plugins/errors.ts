@@ -2,7 +2,7 @@
 import fp from 'fastify-plugin'
 import type { ErrorObject } from 'ajv'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError, apiError, errorCodes, type ErrorCode } from '../errors.ts'
+import { ApiError, apiError, errorCodes, invalidField, type ErrorCode } from '../errors.ts'
 import { validationDetails } from '../lib/validation.ts'
 
 const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
@@ -72,10 +72,8 @@ export function sendError (request: FastifyRequest, reply: FastifyReply, err: Ap
  * Without it Fastify answers them with its own body, echoing the path, and no Request-Id.
  */
 export function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  const message = err.code === 'FST_ERR_MAX_PARAM_LENGTH'
-    ? 'A path segment of the URL is too long'
-    : 'The URL is not valid'
-  return sendError(request, reply, apiError('validation_failed', message))
+  const problem = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a segment is too long' : 'is not valid percent-encoding'
+  return sendError(request, reply, invalidField('path', problem))
 }
 
 export default fp(async function errorsPlugin (app) {

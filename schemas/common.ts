@@ -63,9 +63,12 @@ export function Page<T extends TSchema> (item: T, id: string, description: strin
 /** The largest page number: PostgreSQL's integer, so no page is too large to compute. */
 export const MAX_PAGE = 2_147_483_647
 
+// Bounded below too: a coerced `-Infinity` passes Ajv's integer check, never its minimum.
 export const PageQuery = Type.Integer({
   description: 'One-based page number; values below 1 are treated as 1',
   default: 1,
+  format: 'int32',
+  minimum: -MAX_PAGE - 1,
   maximum: MAX_PAGE
 })
 

@@ -45,11 +45,11 @@ export type ProductPage = Static<typeof ProductPage>
 export const ListProductsQuery = Type.Object({
   query: Type.Optional(Type.String({ description: 'Case-insensitive substring of the name, SKU or barcode of the product or of any of its combinations', maxLength: 200 })),
   page: Type.Optional(PageQuery),
-  isAvailable: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'Filter by availability' })),
-  categoryIds: Type.Optional(Type.String({ description: 'Comma-separated category GUIDs; a product in any of them matches; invalid GUIDs are ignored' })),
-  brandIds: Type.Optional(Type.String({ description: 'Comma-separated brand GUIDs; invalid GUIDs are ignored' })),
-  barcode: Type.Optional(Type.String({ description: 'Exact barcode of the product or of any of its combinations' })),
-  sku: Type.Optional(Type.String({ description: 'Exact SKU of the product or of any of its combinations' }))
+  isAvailable: Type.Optional(Type.Unsafe<'true' | 'false'>({ type: 'string', enum: ['true', 'false'], description: 'Filter by availability: `true` or `false`' })),
+  categoryIds: Type.Optional(Type.String({ maxLength: 4000, description: 'Comma-separated category GUIDs; a product in any of them matches; invalid GUIDs are ignored' })),
+  brandIds: Type.Optional(Type.String({ maxLength: 4000, description: 'Comma-separated brand GUIDs; invalid GUIDs are ignored' })),
+  barcode: Type.Optional(Type.String({ maxLength: 200, description: 'Exact barcode of the product or of any of its combinations' })),
+  sku: Type.Optional(Type.String({ maxLength: 200, description: 'Exact SKU of the product or of any of its combinations' }))
 }, { additionalProperties: true })
 export type ListProductsQuery = Static<typeof ListProductsQuery>
 

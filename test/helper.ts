@@ -91,3 +91,31 @@ export async function importProducts (app: App, catalog: CatalogFile | CatalogPr
 export function authHeaders (key: string): Record<string, string> {
   return { 'x-api-key': key }
 }
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+interface Asserts {
+  equal: (found: unknown, wanted: unknown, message?: string) => unknown
+  same: (found: unknown, wanted: unknown, message?: string) => unknown
+  match: (found: unknown, pattern: unknown, message?: string) => unknown
+}
+
+/**
+ * The error body every failure answers: `{ error, message, requestId }` (plus `details` when
+ * asked for), as JSON, with the Request-Id header. Returns the body for further checks.
+ */
+export function expectError (
+  t: Asserts,
+  res: { statusCode: number, headers: Record<string, unknown>, json: <T>() => T },
+  status: number,
+  code: string,
+  options: { details?: boolean, message?: RegExp } = {}
+): { error: string, message: string, requestId: string, details?: Array<Record<string, unknown>> } {
+  t.equal(res.statusCode, status, `status ${status}`)
+  t.match(res.headers['content-type'], /^application\/json/, 'a JSON body')
+  const body = res.json<{ error: string, message: string, requestId: string, details?: Array<Record<string, unknown>> }>()
+  t.same(Object.keys(body).sort(), options.details ? ['details', 'error', 'message', 'requestId'] : ['error', 'message', 'requestId'], 'the error body\'s fields')
+  t.match(body, { error: code, message: /./, requestId: String(res.headers['request-id']) }, `error ${code}`)
+  if (options.message) t.match(body.message, options.message, 'the message')
+  return body
+}
