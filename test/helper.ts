@@ -2,6 +2,7 @@
 // database when TEST_DATABASE_URL is set, an in-memory PGlite otherwise.
 import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
+import type { Test } from 'tap'
 import { buildApp, type App, type AppOptions } from '../app.ts'
 import { loadConfig } from '../config.ts'
 import { createApiKey } from '../db/api-keys.ts'
@@ -94,11 +95,7 @@ export function authHeaders (key: string): Record<string, string> {
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-interface Asserts {
-  equal: (found: unknown, wanted: unknown, message?: string) => unknown
-  same: (found: unknown, wanted: unknown, message?: string) => unknown
-  match: (found: unknown, pattern: unknown, message?: string) => unknown
-}
+type Asserts = Pick<Test, 'equal' | 'same' | 'match'>
 
 /**
  * The error body every failure answers: `{ error, message, requestId }` (plus `details` when
