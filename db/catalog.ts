@@ -3,6 +3,7 @@
 import { inArray, sql } from 'drizzle-orm'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import { CatalogError } from '../lib/catalog-file.ts'
+import { jsonHash } from '../lib/json-hash.ts'
 import { toCents, toDecimalText } from '../lib/money.ts'
 import type { CatalogFile, CatalogProduct } from '../schemas/catalog-file.ts'
 import type { Database, Tx } from './client.ts'
@@ -35,6 +36,12 @@ function searchText (p: CatalogProduct): string {
     .join('\n')
 }
 
+/** Whether it can be ordered now: marked available, with stock, or with an available combination. */
+function orderable (p: CatalogProduct): boolean {
+  const inStock = (item: { quantity?: number | null, isAvailable: boolean }) => item.isAvailable && (item.quantity == null || item.quantity > 0)
+  return p.isAvailable && (p.combinations?.length ? p.combinations.some(inStock) : inStock(p))
+}
+
 function discountRow (owner: { productId: string } | { combinationId: string }, d: NonNullable<CatalogProduct['discount']>) {
   return { ...owner, type: d.type, value: decimal(d.value), startsAt: d.startsAt ? new Date(d.startsAt) : null, endsAt: d.endsAt ? new Date(d.endsAt) : null }
 }
@@ -56,6 +63,8 @@ export async function importCatalog (database: Database, catalog: CatalogFile): 
 
     const now = new Date()
     await insertAll(tx, products, list.map((p) => ({
+      available: orderable(p),
+      contentHash: jsonHash(p),
       id: p.id,
       name: p.name,
       sku: p.sku ?? null,
@@ -70,8 +79,12 @@ export async function importCatalog (database: Database, catalog: CatalogFile): 
       updatedAt: now
     })), {
       target: products.id,
-      set: Object.fromEntries(['name', 'sku', 'barcode', 'quantity', 'price', 'is_available', 'image_url', 'brand_id', 'search_text', 'updated_at']
-        .map((c) => [c.replace(/_(\w)/g, (_, l: string) => l.toUpperCase()), excluded(c)]))
+      set: {
+        ...Object.fromEntries(['name', 'sku', 'barcode', 'quantity', 'price', 'is_available', 'image_url', 'brand_id', 'search_text', 'available', 'content_hash']
+          .map((c) => [c.replace(/_(\w)/g, (_, l: string) => l.toUpperCase()), excluded(c)])),
+        // A product imported as it already was keeps its updatedAt: nothing integrators see changed.
+        updatedAt: sql`case when ${products.contentHash} is distinct from excluded.content_hash then excluded.updated_at else ${products.updatedAt} end`
+      }
     })
 
     for (let i = 0; i < productIds.length; i += CHUNK) {

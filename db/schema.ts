@@ -35,10 +35,18 @@ export const products = pgTable('products', {
   // Lower-cased name, SKUs and barcodes of the product and its combinations, one per line:
   // what `query` searches, through a trigram index.
   searchText: text('search_text').notNull(),
+  // Whether it can be ordered now: marked available, and with stock (or one of its
+  // combinations available). Kept on every import and every stock change, so the filter
+  // is an index scan.
+  available: boolean('available').notNull().default(true),
+  // A hash of the product as last imported; null once an order changed its stock. An import
+  // that leaves it as it was does not touch updated_at.
+  contentHash: text('content_hash'),
   createdAt: createdAt(),
   updatedAt: updatedAt()
 }, (t) => [
   index('products_name_order_idx').on(sql`lower(${t.name})`, t.id),
+  index('products_available_name_idx').on(t.available, sql`lower(${t.name})`, t.id),
   index('products_search_trgm_idx').using('gin', sql`${t.searchText} gin_trgm_ops`),
   index('products_sku_idx').on(t.sku),
   index('products_barcode_idx').on(t.barcode),
@@ -104,6 +112,9 @@ export const discounts = pgTable('discounts', {
   endsAt: timestamp('ends_at', { withTimezone: true })
 }, (t) => [
   uniqueIndex('discounts_product_uq').on(t.productId),
+  // Discount windows that open or close: the job that moves products' updated_at finds them.
+  index('discounts_starts_idx').on(t.startsAt),
+  index('discounts_ends_idx').on(t.endsAt),
   uniqueIndex('discounts_combination_uq').on(t.combinationId),
   check('discounts_one_owner', sql`(${t.productId} is null) <> (${t.combinationId} is null)`),
   check('discounts_type', sql`${t.type} in ('percentage', 'amount')`),

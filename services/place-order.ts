@@ -9,7 +9,7 @@ import {
 import type { StoreSettings } from '../db/settings.ts'
 import { apiError, errorCodes, type ErrorDetail, type LineFailureReason } from '../errors.ts'
 import { multiply, sellPriceCents, toCents, toDecimalText, type Cents } from '../lib/money.ts'
-import { requestHash } from '../lib/request-hash.ts'
+import { jsonHash } from '../lib/json-hash.ts'
 import { ORDER_SHAPE_VERSION, type OrderSummary } from '../schemas/orders.ts'
 import { readOrderRequest, type OrderLine, type OrderRequest } from './order-request.ts'
 
@@ -41,7 +41,7 @@ export interface PlacedOrder {
 }
 
 export async function placeOrder (database: Database, input: PlaceOrderInput, options: PlaceOrderOptions, now = new Date()): Promise<PlacedOrder> {
-  const idempotency = input.idempotencyKey === undefined ? null : { key: input.idempotencyKey, requestHash: requestHash(input.body) }
+  const idempotency = input.idempotencyKey === undefined ? null : { key: input.idempotencyKey, requestHash: jsonHash(input.body) }
   let outcome: { placed: OrderSummary, tookStock: boolean } | { previous: IdempotencyRecord }
   try {
     outcome = await database.db.transaction(async (tx) => {

@@ -1,4 +1,5 @@
-// A request body's fingerprint as a JSON value: key order and whitespace do not change it.
+// A JSON value's fingerprint: key order and whitespace do not change it (request bodies
+// for Idempotency-Key, catalogue products for "did this import change anything").
 import { createHash } from 'node:crypto'
 
 function canonical (value: unknown): unknown {
@@ -9,6 +10,6 @@ function canonical (value: unknown): unknown {
   return value
 }
 
-export function requestHash (body: unknown): string {
-  return createHash('sha256').update(JSON.stringify(canonical(body))).digest('hex')
+export function jsonHash (value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex')
 }
