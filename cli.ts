@@ -1,14 +1,15 @@
 // The `storefront` command: serve, migrate, and the operator's catalogue, key, maintenance,
-// settings and order commands (decisions §7). Every subcommand with --json prints one JSON
-// document on stdout and nothing else there; problems go to stderr.
+// settings and order commands. Every subcommand with --json prints one JSON document on
+// stdout and nothing else there; problems go to stderr.
+import { readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { parseArgs } from 'node:util'
+import { Command, CommanderError } from 'commander'
 import { isSupportedCountry } from 'libphonenumber-js'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { createApiKey, listApiKeys, setApiKeyRateLimit, setApiKeyStatus } from './db/api-keys.ts'
 import { importCatalog } from './db/catalog.ts'
 import { migrateDatabase, openDatabase, type Database } from './db/client.ts'
-import { writeSetting } from './db/settings.ts'
+import { readSettings, writeSetting } from './db/settings.ts'
 import { isScope, SCOPES, type Scope } from './lib/api-key-secret.ts'
 import { CatalogError, checkCatalog } from './lib/catalog-file.ts'
 import { demoCatalog } from './services/demo-catalog.ts'
@@ -20,25 +21,8 @@ import { ORDER_STATUSES, type OrderStatus } from './schemas/orders.ts'
 /** A mistake in how the command was called or in its input: printed without a stack, exit code 2. */
 class UsageError extends Error {}
 
-const USAGE = `usage: storefront <command> [--json]
-
-  serve                                   start the API (npm start)
-  migrate                                 apply the database migrations
-  catalog import FILE|-                   upsert the catalogue from a JSON file (- for stdin)
-  catalog demo                            load the demo catalogue
-  keys create --name N --scopes a,b [--expires-at ISO] [--rate-limit N]
-  keys list
-  keys revoke|deactivate|activate ID
-  keys set-rate-limit ID N|default
-  maintenance on|off
-  settings set deliveryFee AMOUNT         added to orders with an address, e.g. 4.99
-  settings set defaultCountry CODE|none   region of phone numbers written without +, e.g. US
-  orders set-status ORDER STATUS          ORDER: number or id; STATUS: ${ORDER_STATUSES.join(', ')}
-
-With --json a command prints one JSON document on stdout. Exit codes: 0 done, 2 bad
-input or usage, 1 any other failure.
-Scopes: ${SCOPES.join(', ')}
-Configuration comes from the environment (DATABASE_URL, DATA_DIR, …); see the README.`
+/** A command line the parser refused; the message is the whole line to print, already naming the command. */
+class CommandLineError extends UsageError {}
 
 interface Output { json: boolean }
 
@@ -117,148 +101,220 @@ function requireId (value: string | undefined, what: string): string {
   return value
 }
 
-function expectArguments (rest: string[], count: number, command: string): void {
-  if (rest.length > count) throw new UsageError(`${command}: unexpected argument ${rest[count]!}`)
-}
-
-// parseArgs reads `-1` as an option; here a negative number is a value, refused later with a
-// message that says which value is wrong.
-const NEGATIVE_NUMBER = /^-\d/
-const MARK = '\u0000'
-const unmark = (value: string) => (value.startsWith(MARK) ? value.slice(1) : value)
-
-function parseCommandLine (argv: string[]) {
-  const { values, positionals } = parseArgs({
-    args: argv.map((arg) => (NEGATIVE_NUMBER.test(arg) ? MARK + arg : arg)),
-    allowPositionals: true,
-    options: {
-      json: { type: 'boolean', default: false },
-      name: { type: 'string' },
-      scopes: { type: 'string' },
-      'expires-at': { type: 'string' },
-      'rate-limit': { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false }
-    }
-  })
-  const strings = (['name', 'scopes', 'expires-at', 'rate-limit'] as const)
-    .map((name) => [name, values[name] === undefined ? undefined : unmark(values[name])] as const)
-  return { values: { ...values, ...Object.fromEntries(strings) } as typeof values, positionals: positionals.map(unmark) }
-}
-
-export async function run (argv: string[]): Promise<void> {
-  const { values, positionals } = parseCommandLine(argv)
-  const [command, sub, ...rest] = positionals
-  if (values.help || command === 'help') {
-    process.stdout.write(`${USAGE}\n`)
-    return
+/** package.json sits beside cli.ts in a checkout and one level above dist/cli.js in the image. */
+function packageVersion (): string {
+  for (const candidate of ['./package.json', '../package.json']) {
+    try {
+      const manifest = JSON.parse(readFileSync(new URL(candidate, import.meta.url), 'utf8')) as { name?: string, version?: string }
+      if (manifest.name === 'storefront-api' && manifest.version) return manifest.version
+    } catch {}
   }
-  if (command === undefined) throw new UsageError(`a command is needed\n\n${USAGE}`)
-  const out: Output = { json: values.json }
-  const config = loadConfig()
+  return 'unknown'
+}
 
-  switch (`${command} ${sub ?? ''}`.trim()) {
-    case 'serve': {
-      expectArguments(sub === undefined ? [] : [sub, ...rest], 0, 'serve')
+function commandPath (command: Command): string {
+  const names: string[] = []
+  for (let c: Command | null = command; c; c = c.parent) names.unshift(c.name())
+  return names.join(' ')
+}
+
+/** What each command says when its arguments are missing, in the words its checks use. */
+const missingArguments = new WeakMap<Command, string>()
+
+/**
+ * The parser's refusals as one line naming the command and where its help is; a group
+ * called without its subcommand shows that group's help instead.
+ */
+function refusal (command: Command, err: CommanderError): Error {
+  // Help and --version were printed on stdout: nothing went wrong.
+  if (err.exitCode === 0) return err
+  const path = commandPath(command)
+  const see = `(see ${path} --help)`
+  if (err.code === 'commander.help') {
+    // `storefront help NAME` with a NAME that is no command ends here too.
+    const [first, asked] = command.args
+    if (first === 'help' && asked !== undefined) {
+      return new CommandLineError(`${path}: unknown command '${asked}' ${see}`)
+    }
+    return new CommandLineError(`${path}: ${command.parent ? 'a subcommand' : 'a command'} is needed\n\n${command.helpInformation().trimEnd()}`)
+  }
+  if (err.code === 'commander.missingArgument' && missingArguments.has(command)) {
+    return new CommandLineError(`storefront: ${missingArguments.get(command)!} ${see}`)
+  }
+  if (err.code === 'commander.excessArguments') {
+    return new CommandLineError(`${path}: unexpected argument ${command.args[command.registeredArguments.length]!} ${see}`)
+  }
+  const [what = err.message, ...more] = err.message.replace(/^error: /, '').split('\n')
+  const suggestion = /\(Did you mean (.+)\?\)/.exec(more.join(' '))?.[1]
+  return new CommandLineError(`${path}: ${what}${suggestion ? `, did you mean ${suggestion}?` : ''} ${see}`)
+}
+
+const JSON_OPTION = ['--json', 'print one JSON document on stdout'] as const
+
+function buildProgram (): Command {
+  // Read once, when a command runs: --help and --version work whatever the environment holds.
+  let loaded: Config | undefined
+  const config = () => (loaded ??= loadConfig())
+
+  const program = new Command('storefront')
+    .description('The storefront-api service and its operator commands.')
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .helpOption('-h, --help', 'show this help')
+    .helpCommand('help [command]', 'show the help of a command')
+    // Options of a command come after it, so a value such as -5 reaches the command itself.
+    .enablePositionalOptions()
+    .allowExcessArguments(false)
+    .showSuggestionAfterError(true)
+    .addHelpText('after', `
+With --json a command prints one JSON document on stdout. Exit codes: 0 done, 2 bad
+input or usage, 1 any other failure.
+Every command has its own help: storefront keys --help, storefront keys create --help.
+Configuration comes from the environment (DATABASE_URL, DATA_DIR, …); see the README.`)
+  program.hook('preAction', () => { config() })
+
+  program.command('serve')
+    .description('start the API (npm start)')
+    .action(async () => {
       // Loaded here so the operator's commands do not pay for the HTTP stack.
       const { serve } = await import('./server.ts')
-      return serve(config)
-    }
+      await serve(config())
+    })
 
-    case 'migrate': {
-      expectArguments(sub === undefined ? [] : [sub, ...rest], 0, 'migrate')
-      const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 1, statementTimeoutMs: 0 })
+  program.command('migrate')
+    .description('apply the database migrations')
+    .option(...JSON_OPTION)
+    .action(async (options: Output) => {
+      const database = await openDatabase({ url: config().DATABASE_URL, dataDir: config().DATA_DIR, poolSize: 1, statementTimeoutMs: 0 })
       try {
-        await migrateDatabase(database, config.DATABASE_URL)
+        await migrateDatabase(database, config().DATABASE_URL)
       } finally {
         await database.close()
       }
-      return print(out, { migrated: true }, 'migrations applied')
-    }
+      print(options, { migrated: true }, 'migrations applied')
+    })
 
-    case 'catalog import': {
-      const source = rest[0]
-      if (source === undefined) throw new UsageError('catalog import needs a FILE, or - for stdin')
-      expectArguments(rest, 1, 'catalog import')
+  const catalog = program.command('catalog').description('load the catalogue: import FILE|-, demo')
+  const catalogImport = catalog.command('import')
+    .description('upsert the catalogue from a JSON file by id, in one transaction; a bad file changes nothing')
+    .argument('<FILE>', 'the catalogue file, or - for stdin')
+    .option(...JSON_OPTION)
+    .action(async (source: string, options: Output) => {
       // Checked before the database is opened: a bad file touches nothing.
-      const catalog = checkCatalog(await readCatalogSource(source))
-      const summary = await withDatabase(config, (database) => importCatalog(database, catalog))
-      return print(out, summary, `imported ${summary.products} products, ${summary.categories} categories, ${summary.brands} brands`)
-    }
+      const file = checkCatalog(await readCatalogSource(source))
+      const summary = await withDatabase(config(), (database) => importCatalog(database, file))
+      print(options, summary, `imported ${summary.products} products, ${summary.categories} categories, ${summary.brands} brands`)
+    })
+  missingArguments.set(catalogImport, 'catalog import needs a FILE, or - for stdin')
+  catalog.command('demo')
+    .description('load the demo catalogue')
+    .option(...JSON_OPTION)
+    .action(async (options: Output) => {
+      const summary = await withDatabase(config(), (database) => importCatalog(database, demoCatalog()))
+      print(options, summary, `loaded the demo catalogue: ${summary.products} products, ${summary.categories} categories, ${summary.brands} brands`)
+    })
 
-    case 'catalog demo': {
-      expectArguments(rest, 0, 'catalog demo')
-      const summary = await withDatabase(config, (database) => importCatalog(database, demoCatalog()))
-      return print(out, summary, `loaded the demo catalogue: ${summary.products} products, ${summary.categories} categories, ${summary.brands} brands`)
-    }
-
-    case 'keys create': {
-      expectArguments(rest, 0, 'keys create')
-      if (!values.name?.trim()) throw new UsageError('--name is required')
+  const keys = program.command('keys').description('API keys: create, list, revoke, deactivate, activate, set-rate-limit')
+  keys.command('create')
+    .description('create a key and print it: the only time it is shown')
+    .option('--name <name>', 'who the key is for (required)')
+    .option('--scopes <list>', 'comma-separated scopes (required)')
+    .option('--expires-at <iso>', 'when the key stops working: 2027-01-31 or 2027-01-31T12:00:00Z')
+    .option('--rate-limit <n>', 'requests per window for this key, instead of RATE_LIMIT_MAX')
+    .option(...JSON_OPTION)
+    .addHelpText('after', `\nScopes: ${SCOPES.join(', ')}`)
+    .action(async (options: Output & { name?: string, scopes?: string, expiresAt?: string, rateLimit?: string }) => {
+      if (!options.name?.trim()) throw new UsageError('--name is required')
       const input = {
-        name: values.name.trim(),
-        scopes: parseScopes(values.scopes),
-        expiresAt: parseExpiry(values['expires-at']),
-        rateLimit: values['rate-limit'] === undefined ? null : parseRateLimit(values['rate-limit'])
+        name: options.name.trim(),
+        scopes: parseScopes(options.scopes),
+        expiresAt: parseExpiry(options.expiresAt),
+        rateLimit: options.rateLimit === undefined ? null : parseRateLimit(options.rateLimit)
       }
-      const created = await withDatabase(config, (database) => createApiKey(database.db, input))
+      const created = await withDatabase(config(), (database) => createApiKey(database.db, input))
       const { id, name, key, scopes, expiresAt } = created
-      return print(out, { id, name, key, scopes, expiresAt }, `created key ${id} (${name})\n${key}\nKeep it secret: it is not shown again.`)
-    }
-
-    case 'keys list': {
-      expectArguments(rest, 0, 'keys list')
-      const keys = await withDatabase(config, (database) => listApiKeys(database.db))
-      const text = keys.length === 0
+      print(options, { id, name, key, scopes, expiresAt }, `created key ${id} (${name})\n${key}\nKeep it secret: it is not shown again.`)
+    })
+  keys.command('list')
+    .description('list the keys with their state: active, inactive, revoked or expired')
+    .option(...JSON_OPTION)
+    .action(async (options: Output) => {
+      const list = await withDatabase(config(), (database) => listApiKeys(database.db))
+      const text = list.length === 0
         ? 'no keys'
-        : keys.map((k) => `${k.id}  ${k.state.padEnd(8)}  ${k.name}  scopes=${k.scopes.join(',')}  expires=${k.expiresAt ?? 'never'}  lastUsed=${k.lastUsedAt ?? 'never'}  rateLimit=${k.rateLimit ?? 'default'}`).join('\n')
-      return print(out, keys.map(({ id, name, state, scopes, expiresAt, lastUsedAt, rateLimit, createdAt }) =>
+        : list.map((k) => `${k.id}  ${k.state.padEnd(8)}  ${k.name}  scopes=${k.scopes.join(',')}  expires=${k.expiresAt ?? 'never'}  lastUsed=${k.lastUsedAt ?? 'never'}  rateLimit=${k.rateLimit ?? 'default'}`).join('\n')
+      print(options, list.map(({ id, name, state, scopes, expiresAt, lastUsedAt, rateLimit, createdAt }) =>
         ({ id, name, state, scopes, expiresAt, lastUsedAt, rateLimit, createdAt })), text)
-    }
-
-    case 'keys revoke':
-    case 'keys deactivate':
-    case 'keys activate': {
-      const id = requireId(rest[0], `keys ${sub!}`)
-      expectArguments(rest, 1, `keys ${sub!}`)
-      const status = ({ revoke: 'revoked', deactivate: 'inactive', activate: 'active' } as const)[sub as 'revoke' | 'deactivate' | 'activate']
-      const state = await withDatabase(config, async (database) => {
-        const result = await setApiKeyStatus(database.db, id, status)
-        if (result === 'not_found') throw new UsageError(`no key has id ${id}`)
-        if (result === 'revoked') throw new UsageError(`key ${id} is revoked; a revoked key cannot be used again`)
-        return (await listApiKeys(database.db)).find((k) => k.id === id.toLowerCase())?.state ?? status
+    })
+  const changes = [
+    ['revoke', 'revoked', 'revoke a key for good'],
+    ['deactivate', 'inactive', 'stop a key until it is activated again'],
+    ['activate', 'active', 'let an inactive key work again']
+  ] as const
+  for (const [verb, status, description] of changes) {
+    const change = keys.command(verb)
+      .description(`${description} (in force on every instance within 5 seconds)`)
+      .argument('<ID>', 'the key id, as keys list shows')
+      .option(...JSON_OPTION)
+      .action(async (value: string, options: Output) => {
+        const id = requireId(value, `keys ${verb}`)
+        const state = await withDatabase(config(), async (database) => {
+          const result = await setApiKeyStatus(database.db, id, status)
+          if (result === 'not_found') throw new UsageError(`no key has id ${id}`)
+          if (result === 'revoked') throw new UsageError(`key ${id} is revoked; a revoked key cannot be used again`)
+          return (await listApiKeys(database.db)).find((k) => k.id === id.toLowerCase())?.state ?? status
+        })
+        const note = state === 'expired' ? ' but it has expired, so it still does not work' : ''
+        print(options, { id: id.toLowerCase(), state }, `key ${id} is now ${status}${note} (in force on every instance within 5 seconds)`)
       })
-      const note = state === 'expired' ? ' but it has expired, so it still does not work' : ''
-      return print(out, { id: id.toLowerCase(), state }, `key ${id} is now ${status}${note} (in force on every instance within 5 seconds)`)
-    }
-
-    case 'keys set-rate-limit': {
-      const id = requireId(rest[0], 'keys set-rate-limit')
-      if (rest[1] === undefined) throw new UsageError('keys set-rate-limit needs ID and a number, or default')
-      expectArguments(rest, 2, 'keys set-rate-limit')
-      const rateLimit = rest[1] === 'default' ? null : parseRateLimit(rest[1])
-      const found = await withDatabase(config, (database) => setApiKeyRateLimit(database.db, id, rateLimit))
+    missingArguments.set(change, `keys ${verb} needs a key id (a GUID, as keys list shows)`)
+  }
+  const setRateLimit = keys.command('set-rate-limit')
+    .description('change the rate-limit override of a key')
+    .argument('<ID>', 'the key id, as keys list shows')
+    .argument('<N|default>', 'requests per window, or default for RATE_LIMIT_MAX')
+    .option(...JSON_OPTION)
+    .action(async (value: string, limit: string, options: Output) => {
+      const id = requireId(value, 'keys set-rate-limit')
+      const rateLimit = limit === 'default' ? null : parseRateLimit(limit)
+      const found = await withDatabase(config(), (database) => setApiKeyRateLimit(database.db, id, rateLimit))
       if (!found) throw new UsageError(`no key has id ${id}`)
-      return print(out, { id: id.toLowerCase(), rateLimit }, `key ${id} rate limit: ${rateLimit ?? 'the default'}`)
-    }
+      print(options, { id: id.toLowerCase(), rateLimit }, `key ${id} rate limit: ${rateLimit ?? 'the default'}`)
+    })
+  missingArguments.set(setRateLimit, 'keys set-rate-limit needs ID and a number, or default')
 
-    case 'maintenance on':
-    case 'maintenance off': {
-      expectArguments(rest, 0, `maintenance ${sub!}`)
-      const maintenance = sub === 'on'
-      await withDatabase(config, (database) => writeSetting(database.db, 'maintenance', maintenance))
-      return print(out, { maintenance }, `maintenance ${sub!} (in force on every instance within 5 seconds)`)
-    }
+  const maintenance = program.command('maintenance')
+    .description('maintenance on|off|status: while on, creating an order answers 503 and reads keep working')
+  for (const state of ['on', 'off'] as const) {
+    maintenance.command(state)
+      .description(`turn maintenance ${state} (in force on every instance within 5 seconds)`)
+      .option(...JSON_OPTION)
+      .action(async (options: Output) => {
+        const on = state === 'on'
+        await withDatabase(config(), (database) => writeSetting(database.db, 'maintenance', on))
+        print(options, { maintenance: on }, `maintenance ${state} (in force on every instance within 5 seconds)`)
+      })
+  }
+  maintenance.command('status')
+    .description('show whether maintenance is on')
+    .option(...JSON_OPTION)
+    .action(async (options: Output) => {
+      const { maintenance: on } = await withDatabase(config(), (database) => readSettings(database.db))
+      print(options, { maintenance: on }, `maintenance is ${on ? 'on' : 'off'}`)
+    })
 
-    case 'settings set': {
-      const [name, value] = rest
-      if (name === undefined || value === undefined) throw new UsageError('settings set needs NAME and VALUE (deliveryFee, defaultCountry)')
-      expectArguments(rest, 2, 'settings set')
+  const settings = program.command('settings').description('store settings: set NAME VALUE, list')
+  const settingsSet = settings.command('set')
+    .description('change a setting')
+    .argument('<NAME>', 'deliveryFee or defaultCountry')
+    .argument('<VALUE>', 'deliveryFee: an amount such as 4.99, added to orders with an address; defaultCountry: a code such as US, the region of phone numbers written without +, or none')
+    .option(...JSON_OPTION)
+    .action(async (name: string, value: string, options: Output) => {
       if (name === 'deliveryFee') {
         // numeric(12,2): at most ten digits before the point.
         if (!/^\d{1,10}(\.\d{1,2})?$/.test(value)) throw new UsageError(`deliveryFee must be an amount of at least 0 with at most two decimals, such as 4.99, got ${value}`)
         const text = toDecimalText(toCents(value))
-        await withDatabase(config, (database) => writeSetting(database.db, 'deliveryFee', text))
-        return print(out, { deliveryFee: Number(text) }, `deliveryFee = ${text}`)
+        await withDatabase(config(), (database) => writeSetting(database.db, 'deliveryFee', text))
+        return print(options, { deliveryFee: Number(text) }, `deliveryFee = ${text}`)
       }
       if (name === 'defaultCountry') {
         const clear = value.toLowerCase() === 'none'
@@ -266,36 +322,65 @@ export async function run (argv: string[]): Promise<void> {
         if (!clear && !(/^[A-Z]{2}$/.test(country) && isSupportedCountry(country))) {
           throw new UsageError(`defaultCountry must be an ISO 3166 alpha-2 code such as US or DE (or none), got ${value}`)
         }
-        await withDatabase(config, (database) => writeSetting(database.db, 'defaultCountry', clear ? null : country))
-        return print(out, { defaultCountry: clear ? null : country }, `defaultCountry = ${clear ? 'none' : country}`)
+        await withDatabase(config(), (database) => writeSetting(database.db, 'defaultCountry', clear ? null : country))
+        return print(options, { defaultCountry: clear ? null : country }, `defaultCountry = ${clear ? 'none' : country}`)
       }
       throw new UsageError(`unknown setting ${name}; settings are deliveryFee, defaultCountry`)
-    }
+    })
+  missingArguments.set(settingsSet, 'settings set needs NAME and VALUE (deliveryFee, defaultCountry)')
+  settings.command('list')
+    .description('show the settings: deliveryFee, defaultCountry and maintenance')
+    .option(...JSON_OPTION)
+    .action(async (options: Output) => {
+      const current = await withDatabase(config(), (database) => readSettings(database.db))
+      // Stored as decimal text so no float rounding creeps in; printed as the amount it is.
+      const deliveryFee = toDecimalText(toCents(String(current.deliveryFee)))
+      print(options,
+        { deliveryFee: Number(deliveryFee), defaultCountry: current.defaultCountry, maintenance: current.maintenance },
+        `deliveryFee = ${deliveryFee}\ndefaultCountry = ${current.defaultCountry ?? 'none'}\nmaintenance = ${current.maintenance ? 'on' : 'off'}`)
+    })
 
-    case 'orders set-status': {
-      const [order, status] = rest
-      if (order === undefined || status === undefined) throw new UsageError('orders set-status needs ORDER (number or id) and STATUS')
-      expectArguments(rest, 2, 'orders set-status')
+  const orders = program.command('orders').description('orders: set-status ORDER STATUS')
+  const setStatus = orders.command('set-status')
+    .description('change the status of an order; only the allowed transitions are made')
+    .argument('<ORDER>', 'the order number or id')
+    .argument('<STATUS>', ORDER_STATUSES.join(', '))
+    .option(...JSON_OPTION)
+    .action(async (order: string, status: string, options: Output) => {
       if (!(ORDER_STATUSES as readonly string[]).includes(status)) throw new UsageError(`unknown status ${status}; statuses are ${ORDER_STATUSES.join(', ')}`)
-      const change = await withDatabase(config, (database) => setOrderStatus(database.db, order, status as OrderStatus))
+      const change = await withDatabase(config(), (database) => setOrderStatus(database.db, order, status as OrderStatus))
       if (!change.ok && change.reason === 'not_found') throw new UsageError(`no order has number or id ${order}`)
       if (!change.ok) {
         const allowed = change.allowed.length > 0 ? `it can go to ${change.allowed.join(' or ')}` : 'it cannot change any more'
         throw new UsageError(`order ${order} is ${change.from}: it cannot go to ${status}; ${allowed}`)
       }
-      return print(out, change.order, `order ${change.order.orderNumber}: ${change.from} → ${change.order.status}`)
-    }
+      print(options, change.order, `order ${change.order.orderNumber}: ${change.from} → ${change.order.status}`)
+    })
+  missingArguments.set(setStatus, 'orders set-status needs ORDER (number or id) and STATUS')
 
-    default:
-      throw new UsageError(`unknown command: ${positionals.join(' ')}\n\n${USAGE}`)
+  // Every refusal is thrown, not printed: main() prints one line and sets the exit code.
+  const configure = (command: Command): void => {
+    command
+      .exitOverride((err) => { throw refusal(command, err) })
+      .configureOutput({ writeErr: () => {}, outputError: () => {} })
+    command.commands.forEach(configure)
+  }
+  configure(program)
+  return program
+}
+
+export async function run (argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv, { from: 'user' })
+  } catch (err) {
+    if (err instanceof CommanderError && err.exitCode === 0) return
+    throw err
   }
 }
 
 /** 2 for a bad call or bad input (the operator can fix the command), 1 for any other failure. */
 export function exitCodeFor (err: unknown): 1 | 2 {
-  const usage = err instanceof UsageError || err instanceof ConfigError || err instanceof CatalogError ||
-    (err as { code?: string } | null)?.code?.startsWith('ERR_PARSE_ARGS') === true
-  return usage ? 2 : 1
+  return err instanceof UsageError || err instanceof ConfigError || err instanceof CatalogError ? 2 : 1
 }
 
 /** Runs the command line and sets the exit code. */
@@ -303,7 +388,8 @@ export async function main (argv: string[]): Promise<void> {
   try {
     await run(argv)
   } catch (err) {
-    process.stderr.write(`storefront: ${(err as Error).message}\n`)
+    const message = (err as Error).message
+    process.stderr.write(err instanceof CommandLineError ? `${message}\n` : `storefront: ${message}\n`)
     process.exitCode = exitCodeFor(err)
   }
 }

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process'
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -162,7 +162,7 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
     t.ok(Array.isArray(list))
     t.equal(list.length, 4)
     for (const key of list) {
-      t.strictSame(Object.keys(key), ['id', 'name', 'state', 'scopes', 'expiresAt', 'lastUsedAt', 'rateLimit', 'createdAt'], `${key.name}: exactly the fields of decisions §6`)
+      t.strictSame(Object.keys(key), ['id', 'name', 'state', 'scopes', 'expiresAt', 'lastUsedAt', 'rateLimit', 'createdAt'], `${key.name}: exactly the documented fields`)
       t.ok(!Number.isNaN(Date.parse(key.createdAt)), 'createdAt is a timestamp')
     }
     t.notOk(JSON.stringify(list).includes('sk_'), 'no secret in the list')
@@ -226,12 +226,18 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
   })
 
   await t.test('catalog demo, maintenance, settings and order status', async (t) => {
+    t.strictSame(json(t, await run(['settings', 'list', '--json']), 'settings list, nothing set'), { deliveryFee: 0, defaultCountry: null, maintenance: false })
     t.strictSame(json(t, await run(['catalog', 'demo', '--json']), 'catalog demo'), { categories: 5, brands: 3, products: 37 })
     t.strictSame(json(t, await run(['maintenance', 'on', '--json']), 'maintenance on'), { maintenance: true })
     t.strictSame(json(t, await run(['settings', 'set', 'deliveryFee', '4.99', '--json']), 'deliveryFee'), { deliveryFee: 4.99 })
     const country = await run(['settings', 'set', 'defaultCountry', 'US'])
     t.equal(country.code, 0)
     t.match(country.stdout, 'defaultCountry = US')
+    const settings = json(t, await run(['settings', 'list', '--json']), 'settings list')
+    t.strictSame(settings, { deliveryFee: 4.99, defaultCountry: 'US', maintenance: true })
+    t.equal(typeof settings.deliveryFee, 'number', 'deliveryFee is a JSON number')
+    const statusOn = await run(['maintenance', 'status'])
+    t.strictSame(statusOn, { code: 0, stdout: 'maintenance is on\n', stderr: '' }, 'maintenance status, text')
 
     const orderNumber = await inspect(backend, async (database) => {
       const [products] = await execute<{ n: number }>(database.db, sql`select count(*)::int as n from products`)
@@ -245,6 +251,8 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
       return order!.n
     })
     t.strictSame(json(t, await run(['maintenance', 'off', '--json']), 'maintenance off'), { maintenance: false })
+    t.strictSame(json(t, await run(['maintenance', 'status', '--json']), 'maintenance status'), { maintenance: false })
+    t.strictSame(await run(['settings', 'list']), { code: 0, stdout: 'deliveryFee = 4.99\ndefaultCountry = US\nmaintenance = off\n', stderr: '' }, 'settings list, text')
     t.match(json(t, await run(['orders', 'set-status', orderNumber, 'confirmed', '--json']), 'set-status'), { orderNumber, status: 'confirmed' })
     refused(t, await run(['orders', 'set-status', orderNumber, 'delivered']), /is confirmed: it cannot go to delivered; it can go to processing or cancelled/, 'a forbidden transition')
 
@@ -270,7 +278,7 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
     refused(t, scope!, /unknown scope orders:delete; scopes are products:list, products:find, orders:create, orders:list, orders:find/, 'an unknown scope')
     refused(t, badDate!, /--expires-at must be an ISO 8601 date.*got 2027-13-01/, 'a bad --expires-at')
     refused(t, port!, /invalid configuration: PORT/, 'PORT=abc')
-    refused(t, command!, /unknown command: frobnicate/, 'an unknown command')
+    refused(t, command!, /^storefront: unknown command 'frobnicate' \(see storefront --help\)\n$/, 'an unknown command')
   })
 }
 
@@ -295,14 +303,20 @@ t.test('bad calls refused in the command itself', async (t) => {
     [['keys', 'revoke', 'not-a-guid'], /needs a key id.*got not-a-guid/],
     [['keys', 'activate'], /needs a key id/],
     [['keys', 'set-rate-limit', randomUUID(), 'lots'], /got lots/],
-    [['keys', 'list', 'extra'], /unexpected argument extra/],
+    // A negative number is a value, not an option: the value check names it.
+    [['keys', 'set-rate-limit', randomUUID(), '-5'], /rate limit must be a whole number.*got -5/],
+    [['keys', 'set-rate-limit', randomUUID()], /keys set-rate-limit needs ID and a number, or default/],
+    [['keys', 'create', '--name'], /option '--name <name>' argument missing/],
+    [['help', 'frobnicate'], /unknown command 'frobnicate'/],
+    [['maintenance'], /storefront maintenance: a subcommand is needed\n\nUsage: storefront maintenance/],
+    [['keys', 'list', 'extra'], /^storefront keys list: unexpected argument extra \(see storefront keys list --help\)$/],
     [['keys', 'list', '--colour'], /colour/],
     [['catalog', 'import'], /needs a FILE/],
     [['settings', 'set', 'currency', 'EUR'], /unknown setting currency/],
     [['settings', 'set', 'deliveryFee'], /needs NAME and VALUE/],
     [['settings', 'set', 'deliveryFee', '12345678901'], /deliveryFee must be an amount/],
     [['settings', 'set', 'defaultCountry', 'USA'], /defaultCountry must be an ISO 3166 alpha-2 code/],
-    [['maintenance', 'maybe'], /unknown command: maintenance maybe/],
+    [['maintenance', 'maybe'], /^storefront maintenance: unknown command 'maybe' \(see storefront maintenance --help\)$/],
     [['orders', 'set-status', '100001', 'teleported'], /unknown status teleported/],
     [[], /a command is needed/]
   ]
@@ -313,6 +327,55 @@ t.test('bad calls refused in the command itself', async (t) => {
   }
   t.notOk(existsSync(join(dir, 'never')), 'no database was opened')
   t.equal(exitCodeFor(new Error('connect ECONNREFUSED')), 1, 'other failures exit 1')
+})
+
+// Help and parse errors through the real command: what the operator's terminal shows.
+t.test('help, --version and refused command lines, without a database', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'sf-cli-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const none: Backend = { name: 'none', env: { DATA_DIR: join(dir, 'never') }, open: () => Promise.reject(new Error('not opened here')) }
+  const { version } = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+  const [keysHelp, createHelp, importHelp, longVersion, shortVersion, group, command, option] = await Promise.all([
+    storefront(none, ['keys', '--help']),
+    storefront(none, ['keys', 'create', '--help']),
+    storefront(none, ['catalog', 'import', '--help']),
+    // Help and the version need no valid configuration.
+    storefront(none, ['--version'], { env: { PORT: 'abc' } }),
+    storefront(none, ['-V']),
+    storefront(none, ['keys']),
+    storefront(none, ['frobnicate', '--json']),
+    storefront(none, ['keys', 'create', '--nmae', 'x', '--scopes', 'products:list'])
+  ])
+  const help = (result: Result, what: string) => {
+    t.equal(result.code, 0, `${what}: exit code 0`)
+    t.equal(result.stderr, '', `${what}: nothing on stderr`)
+    return result.stdout
+  }
+  const keys = help(keysHelp, 'keys --help')
+  t.match(keys, /^Usage: storefront keys \[options\] \[command\]\n/, 'keys --help: the usage of keys')
+  for (const sub of ['create [options]', 'list [options]', 'revoke [options] <ID>', 'deactivate [options] <ID>', 'activate [options] <ID>', 'set-rate-limit [options] <ID> <N|default>']) {
+    t.ok(keys.includes(`\n  ${sub} `), `keys --help lists ${sub}`)
+  }
+  t.notMatch(keys, /^\s+(serve|migrate|catalog)\b/m, 'keys --help is not the global usage')
+  const create = help(createHelp, 'keys create --help')
+  t.match(create, /^Usage: storefront keys create \[options\]\n/)
+  for (const flag of ['--name <name>', '--scopes <list>', '--expires-at <iso>', '--rate-limit <n>', '--json', '-h, --help']) {
+    t.ok(create.includes(`\n  ${flag} `), `keys create --help shows ${flag}`)
+  }
+  t.match(create, 'Scopes: products:list, products:find, orders:create, orders:list, orders:find')
+  const catalogImport = help(importHelp, 'catalog import --help')
+  t.match(catalogImport, /^Usage: storefront catalog import \[options\] <FILE>\n/)
+  t.match(catalogImport, /\n {2}FILE +the catalogue file, or - for stdin\n/)
+  t.match(catalogImport, /\n {2}--json +print one JSON document on stdout\n/)
+  t.strictSame(longVersion, { code: 0, stdout: `${version}\n`, stderr: '' }, '--version prints the package version')
+  t.strictSame(shortVersion, { code: 0, stdout: `${version}\n`, stderr: '' }, '-V prints the package version')
+
+  t.equal(group.code, 2, 'keys without a subcommand: exit code 2')
+  t.equal(group.stdout, '', 'keys without a subcommand: nothing on stdout')
+  t.equal(group.stderr, `storefront keys: a subcommand is needed\n\n${keys}`, 'keys without a subcommand: the keys help on stderr')
+  t.strictSame(command, { code: 2, stdout: '', stderr: "storefront: unknown command 'frobnicate' (see storefront --help)\n" }, 'an unknown command: one line')
+  t.strictSame(option, { code: 2, stdout: '', stderr: "storefront keys create: unknown option '--nmae', did you mean --name? (see storefront keys create --help)\n" }, 'an unknown option: one line')
+  t.notOk(existsSync(join(dir, 'never')), 'no database was opened')
 })
 
 t.test('the storefront command', async (t) => {
