@@ -11,6 +11,7 @@ import { migrateDatabase, openDatabase, type Database } from '../db/client.ts'
 import { SCOPES, type Scope } from '../lib/api-key-secret.ts'
 import { checkCatalog } from '../lib/catalog-file.ts'
 import type { CatalogFile, CatalogProduct } from '../schemas/catalog-file.ts'
+import { enforceContract } from './contract.ts'
 
 export interface TestContext {
   teardown: (fn: () => unknown) => void
@@ -46,17 +47,21 @@ export interface TestAppOptions extends Partial<Omit<AppOptions, 'config' | 'dat
   /** Configuration as environment variables, over the test defaults. */
   database?: Database
   env?: Record<string, string>
+  /** false for a test that deliberately answers outside openapi.yaml; otherwise every inject is checked against it. */
+  contract?: boolean
 }
 
 /** The real app on a fresh database (or the one given), closed at teardown. */
 export async function buildTestApp (t: TestContext, options: TestAppOptions = {}): Promise<App> {
   const database = options.database ?? (await createTestDatabase(t)).database
+  const { contract = true, ...appOptions } = options
   const app = await buildApp({
     config: loadConfig({ LOG_LEVEL: 'silent', ...options.env }),
     logger: false,
-    ...options,
+    ...appOptions,
     database
   })
+  if (contract) enforceContract(app)
   t.teardown(() => app.close())
   return app
 }
