@@ -2,7 +2,7 @@
 // JSON path of every problem (`products[3].price: must be a number`).
 import { CatalogFile } from '../schemas/catalog-file.ts'
 import { isAmount } from './money.ts'
-import { bodyAjv, pathsWithNul, validationDetails } from './validation.ts'
+import { bodyAjv, unstorableStrings, validationDetails } from './validation.ts'
 
 const MAX_PROBLEMS = 20
 
@@ -27,7 +27,7 @@ type CatalogDiscount = NonNullable<NonNullable<CatalogFile['products']>[number][
 export function checkCatalog (data: unknown): CatalogFile {
   if (!validateShape(data)) throw new CatalogError(validationDetails(validateShape.errors!).map((d) => `${d.path}: ${d.message}`))
   const problems: string[] = []
-  for (const path of pathsWithNul(data)) problems.push(`${path}: must not contain the character U+0000`)
+  for (const [path, problem] of unstorableStrings(data)) problems.push(`${path}: ${problem}`)
 
   // Ids are compared case-insensitively, as PostgreSQL's uuid type does.
   const seen = new Map<string, string>()

@@ -100,12 +100,36 @@ export function validationDetails (errors: ErrorObject[], prefix = ''): Array<{ 
   return details
 }
 
-/** Where a JSON value holds U+0000, which PostgreSQL text cannot store: `items[0].name`, `(root)`. */
-export function pathsWithNul (value: unknown, path = ''): string[] {
-  if (typeof value === 'string') return value.includes('\u0000') ? [path || '(root)'] : []
-  if (Array.isArray(value)) return value.flatMap((item, i) => pathsWithNul(item, `${path}[${i}]`))
-  if (value !== null && typeof value === 'object') {
-    return Object.entries(value).flatMap(([key, item]) => pathsWithNul(item, path ? `${path}.${key}` : key))
+// With the u flag a surrogate pair is one code point: only a lone half matches.
+const LONE_SURROGATE = /\p{Cs}/u
+
+/** How deep a request body may nest: no order or catalogue needs more, and a walk stays cheap. */
+export const MAX_DEPTH = 32
+
+/**
+ * Strings the database cannot store, wherever they are in a JSON value: a NUL character
+ * (PostgreSQL text cannot hold U+0000) or a lone surrogate (not Unicode; jsonb refuses it);
+ * and nesting deeper than MAX_DEPTH. Returns `[path, problem]` pairs, paths like
+ * `items[0].name` or `(root)`. Walks without recursion, so no input can exhaust the stack.
+ */
+export function unstorableStrings (value: unknown, path = ''): Array<[string, string]> {
+  const problems: Array<[string, string]> = []
+  const pending: Array<[unknown, string, number]> = [[value, path, 0]]
+  while (pending.length > 0) {
+    const [item, at, depth] = pending.pop()!
+    const where = at || '(root)'
+    if (typeof item === 'string') {
+      if (item.includes('\u0000')) problems.push([where, 'must not contain the character U+0000'])
+      else if (LONE_SURROGATE.test(item)) problems.push([where, 'must be valid Unicode (it holds a lone surrogate)'])
+    } else if (item !== null && typeof item === 'object') {
+      if (depth >= MAX_DEPTH) {
+        problems.push([where, `must not nest more than ${MAX_DEPTH} levels deep`])
+        continue
+      }
+      const entries = Array.isArray(item) ? item.map((v, i) => [`${at}[${i}]`, v] as const) : Object.entries(item).map(([k, v]) => [at ? `${at}.${k}` : k, v] as const)
+      // Reversed onto the stack, so problems come out in document order.
+      for (let i = entries.length - 1; i >= 0; i--) pending.push([entries[i]![1], entries[i]![0], depth + 1])
+    }
   }
-  return []
+  return problems
 }
