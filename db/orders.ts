@@ -4,7 +4,7 @@
 import { and, desc, eq, sql, type SQL } from 'drizzle-orm'
 import { toAmount, toCents, type Discount } from '../lib/money.ts'
 import { isUuid } from '../schemas/common.ts'
-import { ORDER_NUMBER_PATTERN, type Order, type OrderStatus, type OrderSummary } from '../schemas/orders.ts'
+import { ORDER_NUMBER_PATTERN, type DeliveryAddress, type Order, type OrderStatus, type OrderSummary } from '../schemas/orders.ts'
 import { containing, execute, type Tx } from './client.ts'
 import { discountJson } from './products.ts'
 import { ORDER_COUNT_SHARDS, idempotencyKeys, orderCounts, orderItems, orders } from './schema.ts'
@@ -150,13 +150,23 @@ function toSummary (row: OrderRow): OrderSummary {
     orderNumber: String(row.orderNumber),
     status: row.status,
     total: toAmount(toCents(row.total)),
+    deliveryFee: toAmount(toCents(row.deliveryFee)),
     finalTotal: toAmount(toCents(row.finalTotal)),
     productsCount: row.productsCount,
     date: row.createdAt.toISOString(),
     customerName: row.customerName,
     customerPhone: row.customerPhone,
-    note: row.note
+    note: row.note,
+    address: row.address === null ? null : deliveryAddress(row.address as Partial<DeliveryAddress>),
+    updatedAt: row.updatedAt.toISOString()
   }
+}
+
+const ADDRESS_FIELDS = ['lineOne', 'lineTwo', 'city', 'state', 'country', 'zipCode', 'phone', 'latitude', 'longitude'] as const
+
+/** The stored address with every field present: what was not sent is null. */
+function deliveryAddress (stored: Partial<DeliveryAddress>): DeliveryAddress {
+  return Object.fromEntries(ADDRESS_FIELDS.map((field) => [field, stored[field] ?? null])) as unknown as DeliveryAddress
 }
 
 // Order numbers starting with the digits `prefix`, as ranges of the order_number index

@@ -29,10 +29,15 @@ interface ProductRow {
   id: string
   name: string
   sku: string | null
+  barcode: string | null
   quantity: number | null
   price: string
   is_available: boolean
+  available: boolean
   image_url: string | null
+  category_ids: string[]
+  brand_id: string | null
+  updated_at: string
   discount: Discount | null
   variants: Product['variants']
   combinations: CombinationRow[]
@@ -47,7 +52,9 @@ export const discountJson = (owner: 'product_id' | 'combination_id', ownerId: st
 
 // One round trip: each product row carries its discount, variants and combinations as JSON.
 const PRODUCT_COLUMNS = sql`
-  p.id, p.name, p.sku, p.quantity, p.price::text as price, p.is_available, p.image_url,
+  p.id, p.name, p.sku, p.barcode, p.quantity, p.price::text as price, p.is_available, p.available, p.image_url, p.brand_id,
+  to_json(p.updated_at) as updated_at,
+  coalesce((select json_agg(pc.category_id order by pc.category_id) from product_categories pc where pc.product_id = p.id), '[]'::json) as category_ids,
   ${discountJson('product_id', 'p.id')} as discount,
   coalesce((select json_agg(json_build_object('id', v.id, 'name', v.name, 'options',
       coalesce((select json_agg(json_build_object('id', o.id, 'name', o.name) order by o.position)
@@ -82,7 +89,8 @@ function toProduct (row: ProductRow, now: Date): PricedProduct {
       quantity: c.quantity,
       price: toAmount(cents),
       sellPrice: toAmount(sellPriceCents(cents, discount, now)),
-      isAvailable: c.isAvailable,
+      // Orderable now: its product and itself marked available, and stock left when tracked.
+      isAvailable: row.is_available && c.isAvailable && (c.quantity === null || c.quantity > 0),
       imageUrl: c.imageUrl
     }
   })
@@ -97,10 +105,14 @@ function toProduct (row: ProductRow, now: Date): PricedProduct {
       quantity,
       price: toAmount(priceCents),
       sellPrice: toAmount(sellPriceCents(priceCents, row.discount, now)),
-      isAvailable: row.is_available,
+      barcode: row.barcode,
+      isAvailable: row.available,
       productImageUrl: row.image_url,
+      categoryIds: row.category_ids,
+      brandId: row.brand_id,
       variants: row.variants,
-      combinations
+      combinations,
+      updatedAt: new Date(row.updated_at).toISOString()
     },
     priceChangesAt
   }
@@ -114,7 +126,7 @@ function whereClause (filters: ProductFilters): SQL {
     // search_text holds lower-cased names, SKUs and barcodes; the trigram index serves this LIKE.
     conditions.push(sql`p.search_text like ${containing(filters.query.toLowerCase())}`)
   }
-  if (filters.isAvailable !== undefined) conditions.push(sql`p.is_available = ${filters.isAvailable}`)
+  if (filters.isAvailable !== undefined) conditions.push(sql`p.available = ${filters.isAvailable}`)
   if (filters.categoryIds?.length) {
     conditions.push(sql`exists (select 1 from product_categories pc where pc.product_id = p.id and pc.category_id in (${list(filters.categoryIds)}))`)
   }
@@ -169,4 +181,19 @@ export async function findProduct (db: Tx, id: string, now = new Date()): Promis
 export async function countProducts (db: Tx): Promise<number> {
   const [row] = await execute<{ n: number }>(db, sql`select count(*)::int as n from products`)
   return row!.n
+}
+
+/**
+ * After stock changed: whether each product can still be ordered, and its updated_at. Its
+ * content hash is cleared, so the next import counts as a change even if the file is the
+ * same (it puts the stock back).
+ */
+export async function refreshProductState (tx: Tx, productIds: string[], now: Date): Promise<void> {
+  if (productIds.length === 0) return
+  await tx.execute(sql`update products p set updated_at = ${now}, content_hash = null,
+    available = p.is_available and case
+      when exists (select 1 from combinations c where c.product_id = p.id)
+        then exists (select 1 from combinations c where c.product_id = p.id and c.is_available and (c.quantity is null or c.quantity > 0))
+      else p.quantity is null or p.quantity > 0 end
+    where p.id in (${list(productIds)})`)
 }

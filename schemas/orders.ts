@@ -12,7 +12,7 @@ export const ORDER_NUMBER_PATTERN = /^[1-9]\d{0,14}$/
  * The version of the OrderSummary shape: bump it whenever a field is added or changed, so
  * Idempotency-Key replays stored in an older shape are read again in the new one.
  */
-export const ORDER_SHAPE_VERSION = 1
+export const ORDER_SHAPE_VERSION = 2
 
 export const MAX_ORDER_LINES = 500
 export const MAX_LINE_QUANTITY = 100_000
@@ -54,17 +54,33 @@ export const OrderItem = Type.Object({
   totalPrice: { ...Money, description: 'singlePrice × quantity' }
 }, { $id: 'OrderItem', title: 'OrderItem', additionalProperties: false })
 
+export const DeliveryAddress = Type.Object({
+  lineOne: Nullable(Type.String()),
+  lineTwo: Nullable(Type.String()),
+  city: Nullable(Type.String()),
+  state: Nullable(Type.String()),
+  country: Nullable(Type.String()),
+  zipCode: Nullable(Type.String()),
+  phone: Type.String({ description: 'The delivery phone in E.164: address.phone as sent, else customerPhone', examples: ['+14155550123'] }),
+  latitude: Nullable(Type.Number()),
+  longitude: Nullable(Type.Number())
+}, { $id: 'DeliveryAddress', title: 'DeliveryAddress', description: 'The delivery address as it was sent; fields not sent are null', additionalProperties: false })
+export type DeliveryAddress = Static<typeof DeliveryAddress>
+
 const orderFields = {
   id: Uuid,
   orderNumber: Type.String({ description: 'Short, readable, increasing', examples: ['100042'] }),
   status: Type.Unsafe<OrderStatus>({ type: 'string', enum: [...ORDER_STATUSES], description: 'pending on creation; then changed by the store' }),
   total: { ...Money, description: 'Sum of the items\' totalPrice' },
-  finalTotal: { ...Money, description: 'total plus the delivery fee when an address was given' },
+  deliveryFee: { ...Money, description: 'What finalTotal adds to total: the store\'s delivery fee when an address was given, else 0' },
+  finalTotal: { ...Money, description: 'total plus deliveryFee' },
   productsCount: Type.Integer({ description: 'Sum of item quantities' }),
   date: Type.String({ format: 'date-time', description: 'Creation time, ISO 8601 with offset' }),
   customerName: Type.String(),
   customerPhone: Nullable(Type.String({ description: 'E.164' })),
-  note: Nullable(Type.String())
+  note: Nullable(Type.String()),
+  address: Nullable(ref(DeliveryAddress)),
+  updatedAt: Type.String({ format: 'date-time', description: 'When it last changed (creation, a status change)' })
 }
 
 export const OrderSummary = Type.Object(orderFields, { $id: 'OrderSummary', title: 'OrderSummary', description: 'An order without its items (create and list answers)', additionalProperties: false })
@@ -85,4 +101,4 @@ export const OrderParams = Type.Object({
   orderNumberOrId: Type.String({ description: 'An order number or an order GUID' })
 })
 
-export const orderSchemas = [Address, OrderItemInput, CreateOrderBody, OrderItem, OrderSummary, Order, OrderPage]
+export const orderSchemas = [Address, OrderItemInput, CreateOrderBody, DeliveryAddress, OrderItem, OrderSummary, Order, OrderPage]

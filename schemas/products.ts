@@ -21,7 +21,7 @@ export const Combination = Type.Object({
   quantity: Nullable(Type.Integer({ description: 'Stock; null when not tracked' })),
   price: Money,
   sellPrice: { ...Money, description: 'Price after the active discount (the combination\'s own, else the product\'s)' },
-  isAvailable: Type.Boolean(),
+  isAvailable: Type.Boolean({ description: 'Whether it can be ordered now: it and its product marked available, and stock left when tracked' }),
   imageUrl: Nullable(Type.String())
 }, { $id: 'Combination', title: 'Combination', description: 'A purchasable combination of variant options; send its id as an order item\'s combinationId', additionalProperties: false })
 
@@ -29,13 +29,17 @@ export const Product = Type.Object({
   id: Uuid,
   name: Type.String({ examples: ['Barista T-shirt'] }),
   sku: Nullable(Type.String()),
+  barcode: Nullable(Type.String()),
   quantity: Nullable(Type.Integer({ description: 'Stock; null when not tracked. With combinations: the sum of theirs (null when any is untracked)' })),
   price: Money,
   sellPrice: { ...Money, description: 'Price after the active discount, rounded half-up to cents' },
-  isAvailable: Type.Boolean(),
+  isAvailable: Type.Boolean({ description: 'Whether it can be ordered now: false when marked unavailable or when its tracked stock is 0; a product with combinations is available when one of them is' }),
   productImageUrl: Nullable(Type.String()),
+  categoryIds: Type.Array(Uuid, { description: 'The categories it is in, sorted' }),
+  brandId: Nullable(Uuid),
   variants: Type.Array(ref(Variant)),
-  combinations: Type.Array(ref(Combination))
+  combinations: Type.Array(ref(Combination)),
+  updatedAt: Type.String({ format: 'date-time', description: 'When anything integrators see of it last changed: an import that changed it, stock taken by an order, a discount window opening or closing (within 60 s)' })
 }, { $id: 'Product', title: 'Product', additionalProperties: false })
 export type Product = Static<typeof Product>
 
