@@ -6,6 +6,7 @@ import {
   claimIdempotencyKey, deleteExpiredIdempotencyKeys, findIdempotencyRecord, findOrderSummary, insertOrder, loadSellables, stockLeft,
   storeIdempotentResponse, takeStock, type IdempotencyRecord, type SellableRow, type StockOwner
 } from '../db/orders.ts'
+import { refreshProductState } from '../db/products.ts'
 import type { StoreSettings } from '../db/settings.ts'
 import { apiError, errorCodes, type ErrorDetail, type LineFailureReason } from '../errors.ts'
 import { multiply, sellPriceCents, toCents, toDecimalText, type Cents } from '../lib/money.ts'
@@ -65,6 +66,8 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
           throw orderCreationFailed(stock.lines.map((i) => outOfStock(i, priced.names[i]!, available)))
         }
       }
+      // Stock is part of what integrators see of a product: its availability and updatedAt follow.
+      await refreshProductState(tx, [...new Set(priced.stock.map((taken) => taken.productId))], now)
       const deliveryFee: Cents = request.address ? toCents(input.settings.deliveryFee) : 0
       if (priced.total + deliveryFee > MAX_AMOUNT_CENTS) throw apiError('order_creation_failed', 'The order total is larger than an order can hold')
       const placed = await insertOrder(tx, {
@@ -131,7 +134,7 @@ interface PricedLines {
   items: Array<{ productId: string, combinationId: string | null, name: string, quantity: number, singlePrice: string, totalPrice: string }>
   total: Cents
   /** Tracked stock to take, in id order so concurrent orders never deadlock. */
-  stock: Array<{ owner: StockOwner, id: string, quantity: number, lines: number[] }>
+  stock: Array<{ owner: StockOwner, id: string, productId: string, quantity: number, lines: number[] }>
   names: string[]
 }
 
@@ -179,7 +182,7 @@ function priceLines (request: OrderRequest, sellables: Map<string, SellableRow>,
   const stock = [...wanted.entries()]
     .filter(([, w]) => w.row.quantity !== null)
     .sort(([a], [b]) => (a < b ? -1 : 1))
-    .map(([id, w]) => ({ owner: (w.row.combination_id ? 'combinations' : 'products') as StockOwner, id, quantity: w.quantity, lines: w.lines }))
+    .map(([id, w]) => ({ owner: (w.row.combination_id ? 'combinations' : 'products') as StockOwner, id, productId: w.row.product_id, quantity: w.quantity, lines: w.lines }))
   return {
     items: items.map(({ cents: _cents, ...item }) => item),
     total: items.reduce((sum, item) => sum + item.cents, 0),
