@@ -41,6 +41,9 @@ export const ConfigSchema = Type.Object({
   CATALOG_CACHE_ENTRIES: Type.Integer({ default: 20000, minimum: 0, description: 'Catalogue reads (products, pages) cached per instance' }),
   CATALOG_CACHE_MAX_MS: Type.Integer({ default: 60000, minimum: 0, description: 'Longest a cached catalogue read lives when no change is signalled' }),
 
+  DISCOUNT_SWEEP_MS: Type.Integer({ default: 30000, minimum: 100, maximum: 60000, description: 'How often products whose discount window opened or closed get a new updatedAt (at most a minute late)' }),
+  DISCOUNT_SWEEP_LOOKBACK_MS: Type.Integer({ default: 86400000, minimum: 60000, description: 'How far back the discount sweep looks for boundaries it may have missed (instances down, a restart)' }),
+
   AUTH_FAILURE_LIMIT: Type.Integer({ default: 60, minimum: 1, description: 'Failed authentications per client IP and rate-limit window' }),
   MAINTENANCE_RETRY_AFTER: Type.Integer({ default: 60, minimum: 1, description: 'Retry-After seconds of store_under_maintenance' }),
   IDEMPOTENCY_TTL_HOURS: Type.Integer({ default: 24, minimum: 1, description: 'How long an Idempotency-Key replays its first response' }),

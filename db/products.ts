@@ -197,3 +197,41 @@ export async function refreshProductState (tx: Tx, productIds: string[], now: Da
       else p.quantity is null or p.quantity > 0 end
     where p.id in (${list(productIds)})`)
 }
+
+export type Grouping = 'categories' | 'brands'
+
+/** A page of categories or brands, by name (case-insensitive) then id, with how many products each holds. */
+export async function listGroupings (db: Tx, grouping: Grouping, page: { limit: number, offset: number }) {
+  const productCount = grouping === 'categories'
+    ? sql`(select count(*)::int from product_categories pc where pc.category_id = g.id)`
+    : sql`(select count(*)::int from products p where p.brand_id = g.id)`
+  const table = sql.raw(grouping)
+  const [rows, counts] = await Promise.all([
+    execute<{ id: string, name: string, productCount: number }>(db, sql`select g.id, g.name, ${productCount} as "productCount"
+      from ${table} g order by lower(g.name), g.id limit ${page.limit} offset ${page.offset}`),
+    execute<{ total: number }>(db, sql`select count(*)::int as total from ${table}`)
+  ])
+  return { items: rows, total: counts[0]!.total }
+}
+
+/**
+ * Moves updated_at of every product whose (or whose combination's) discount started or ended
+ * after its last update and no later than `now`; looks back `lookbackMs` at most, so both
+ * indexes on the window bounds serve it. Idempotent, so any number of instances may run it.
+ * Returns the ids it moved.
+ */
+export async function touchDiscountBoundaries (db: Tx, now: Date, lookbackMs: number): Promise<string[]> {
+  const since = new Date(now.getTime() - lookbackMs)
+  const rows = await execute<{ id: string }>(db, sql`
+    with boundaries as (
+      select coalesce(d.product_id, c.product_id) as product_id, greatest(
+        case when d.starts_at > ${since} and d.starts_at <= ${now} then d.starts_at end,
+        case when d.ends_at > ${since} and d.ends_at <= ${now} then d.ends_at end) as at
+      from discounts d left join combinations c on c.id = d.combination_id
+      where (d.starts_at > ${since} and d.starts_at <= ${now}) or (d.ends_at > ${since} and d.ends_at <= ${now})
+    ), due as (select product_id, max(at) as at from boundaries group by product_id)
+    update products p set updated_at = ${now} from due
+    where due.product_id = p.id and due.at > p.updated_at
+    returning p.id`)
+  return rows.map((r) => r.id)
+}

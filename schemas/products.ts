@@ -61,4 +61,19 @@ export const ProductParams = Type.Object({
   id: Type.String({ description: 'Product GUID' })
 })
 
-export const productSchemas = [VariantOption, Variant, Combination, Product, ProductPage]
+const grouping = (id: string, description: string) => Type.Object({
+  id: Uuid,
+  name: Type.String({ examples: [id === 'Category' ? 'Coffee' : 'Northwind'] }),
+  productCount: Type.Integer({ minimum: 0, description: 'How many products it holds' })
+}, { $id: id, title: id, description, additionalProperties: false })
+
+export const Category = grouping('Category', 'A category: send its id in the categoryIds filter of list products')
+export const Brand = grouping('Brand', 'A brand: send its id in the brandIds filter of list products')
+export const CategoryPage = Page(ref(Category), 'CategoryPage', 'A page of categories, sorted by name (case-insensitive), then id')
+export type CategoryPage = Static<typeof CategoryPage>
+export const BrandPage = Page(ref(Brand), 'BrandPage', 'A page of brands, sorted by name (case-insensitive), then id')
+export type BrandPage = Static<typeof BrandPage>
+
+export const ListGroupingsQuery = Type.Object({ page: Type.Optional(PageQuery) })
+
+export const productSchemas = [VariantOption, Variant, Combination, Product, ProductPage, Category, Brand, CategoryPage, BrandPage]

@@ -2,9 +2,9 @@
 // through the instance's cache, which never outlives a price change (a discount starting or
 // ending) nor a catalogue change seen by any instance.
 import type { Database } from '../db/client.ts'
-import { findProduct, listProducts, type ProductFilters } from '../db/products.ts'
+import { findProduct, listGroupings, listProducts, touchDiscountBoundaries, type Grouping, type ProductFilters } from '../db/products.ts'
 import { PAGE_SIZE, isUuid } from '../schemas/common.ts'
-import type { Product, ProductPage } from '../schemas/products.ts'
+import type { CategoryPage, Product, ProductPage } from '../schemas/products.ts'
 import type { StoreState } from './store-state.ts'
 
 export interface CatalogReader { database: Database, storeState: StoreState }
@@ -53,4 +53,24 @@ export async function listProductPage ({ database, storeState }: CatalogReader, 
     }
   })
   return page!
+}
+
+/** A page of categories or brands with their product counts (the same shape for both). */
+export async function listGroupingPage ({ database, storeState }: CatalogReader, grouping: Grouping, window: { page: number, limit: number, offset: number }): Promise<CategoryPage> {
+  const page = await storeState.cachedRead(`${grouping}:${window.page}`, async () => {
+    const { items, total } = await listGroupings(database.db, grouping, window)
+    return { value: { items, page: window.page, pageSize: PAGE_SIZE, total }, changesAt: [] }
+  })
+  return page!
+}
+
+/**
+ * A discount window that opened or closed changes a product's sellPrice, so its updatedAt
+ * moves too (sellPrice itself is computed at read time and always exact). Run every
+ * sweep interval; returns how many products moved.
+ */
+export async function markDiscountBoundaries ({ database, storeState }: CatalogReader, lookbackMs: number, now = new Date()): Promise<number> {
+  const moved = await touchDiscountBoundaries(database.db, now, lookbackMs)
+  if (moved.length > 0) await storeState.catalogChanged()
+  return moved.length
 }
