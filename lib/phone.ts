@@ -1,4 +1,4 @@
-// Phone numbers (decisions §3): libphonenumber-js, the region from an ISO alpha-2
+// Phone numbers: libphonenumber-js, the region from an ISO alpha-2
 // address.country, else the store's default country, else international numbers only.
 import { isSupportedCountry, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js'
 

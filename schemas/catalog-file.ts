@@ -1,4 +1,4 @@
-// The catalogue import file (decisions §7): what `storefront catalog import` accepts.
+// The catalogue import file: what `storefront catalog import` accepts.
 import { Type, type Static, type TSchema } from 'typebox'
 
 // `type: [T, 'null']` rather than anyOf, so a wrong value reads "must be a string or null".

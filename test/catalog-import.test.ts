@@ -6,7 +6,8 @@ import { CatalogError, checkCatalog } from '../lib/catalog-file.ts'
 import type { CatalogFile, CatalogProduct } from '../schemas/catalog-file.ts'
 import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
 
-// decisions §7's example file (shared/spec/catalog-example.json), verbatim.
+// A small complete catalogue: categories, a brand, a tracked and an untracked product, a
+// discount, variants and combinations.
 const EXAMPLE: CatalogFile = {
   categories: [
     { id: '3f1c2a8e-0b7d-4c55-9a61-1e2f3a4b5c01', name: 'Coffee' },
@@ -171,7 +172,7 @@ async function count (table: keyof typeof CATALOG_TABLES, where = 'true'): Promi
 const discountActive = (startsAt: string | null, endsAt: string | null, now = Date.now()) =>
   (startsAt === null || Date.parse(startsAt) <= now) && (endsAt === null || now < Date.parse(endsAt))
 
-t.test('the example file imports and the API shows the shapes of decisions §1', async (t) => {
+t.test('the example file imports and the API shows the documented shapes', async (t) => {
   t.strictSame(await importProducts(app, EXAMPLE), { categories: 2, brands: 1, products: 3 })
 
   t.strictSame(await getProduct(ETHIOPIA), {

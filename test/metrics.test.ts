@@ -1,4 +1,4 @@
-// GET /metrics (decisions §8): Prometheus text without a key; requests by route, method and
+// GET /metrics: Prometheus text without a key; requests by route, method and
 // status with their latency; authentication failures by cause; 429s; orders and idempotent
 // replays; the database pool. And /readyz, which reports Redis when REDIS_URL is set.
 import { randomBytes } from 'node:crypto'

@@ -1,5 +1,5 @@
 // The OpenAPI document: openapi.yaml matches the code, passes Redocly's linter, describes
-// every external operation fully (decisions §8), is served without a key, and tells the truth
+// every external operation fully, is served without a key, and tells the truth
 // about real responses.
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
@@ -33,10 +33,10 @@ function operations (document: Document) {
     .map(([method, operation]) => ({ key: `${method.toUpperCase()} ${path}`, path, operation })))
 }
 
-// What every /external/v1 operation can answer whatever it does (decisions §8).
+// What every /external/v1 operation can answer whatever it does.
 const COMMON_STATUSES = ['401', '403', '429', '500', '503']
 
-// Each endpoint of the spec with its own statuses (decisions §3–5). An endpoint added
+// Each endpoint of the spec with its own statuses. An endpoint added
 // beyond these must still list a 2XX and the common statuses.
 const OWN_STATUSES: Record<string, string[]> = {
   'GET /external/v1/products': ['200', '400'],

@@ -9,7 +9,7 @@ type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
 interface Summary { id: string, orderNumber: string, status: OrderStatus }
 
-// decisions §3, written out here rather than imported, so the test checks the code.
+// the operator's transitions, written out here rather than imported, so the test checks the code.
 const ALLOWED: Array<[OrderStatus, OrderStatus]> = [
   ['pending', 'confirmed'], ['pending', 'cancelled'],
   ['confirmed', 'processing'], ['confirmed', 'cancelled'],

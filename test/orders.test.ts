@@ -131,7 +131,7 @@ async function created (t: T, res: Res): Promise<Summary> {
   return res.json<Summary>()
 }
 
-/** Newest first, then id (decisions §4). */
+/** Newest first, then id. */
 const newestFirst = (a: Summary, b: Summary) => (a.date === b.date ? (a.id < b.id ? 1 : -1) : (a.date < b.date ? 1 : -1))
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -195,7 +195,7 @@ await importProducts(app, [plain, dime, pricey, hidden, shirt, cap, hiddenShirt]
 
 // ---------------------------------------------------------------------------------------
 
-t.test('create order: every error code, in the order of decisions §3, changing nothing', async (t) => {
+t.test('create order: every error code, in the contract's order, changing nothing', async (t) => {
   const post = (body: unknown, headers?: Record<string, string | undefined>) => () => postOrder(app, key, body, headers)
   // Every code of this section answers 400.
   const refused = (t: T, body: unknown, code: string, message?: RegExp) => expectRefused(t, app, post(body), 400, code, message)

@@ -1,4 +1,4 @@
-// Database outages (decisions §5, §8): the app reaches PostgreSQL through a TCP proxy that a
+// Database outages: the app reaches PostgreSQL through a TCP proxy that a
 // test cuts. Requests that need the database answer 503 service_unavailable quickly, /readyz
 // fails while /healthz does not, the app recovers by itself, and no order is ever half made.
 import { isDriverSocketFault } from '../server.ts'

@@ -258,7 +258,7 @@ t.test('get a product', async (t) => {
   })
   await importProducts(app, [shirt, bare, untrackedCombination])
 
-  t.test('200 with every field of decisions §1', async (t) => {
+  t.test('200 with every field of the documented shape', async (t) => {
     const res = await get(`/external/v1/products/${shirt.id}`)
     t.equal(res.statusCode, 200)
     t.same(res.json(), {

@@ -1,4 +1,4 @@
-// Rate limits (decisions §6): both header generations on every authenticated response, 429
+// Rate limits: both header generations on every authenticated response, 429
 // with Retry-After, per-key overrides, per-IP limits on failed authentication, counts shared
 // through Redis by several instances, and serving on when Redis is gone.
 import { randomBytes } from 'node:crypto'

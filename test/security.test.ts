@@ -1,4 +1,4 @@
-// Response hardening (decisions §5): nosniff everywhere, orders never cached, a body limit
+// Response hardening: nosniff everywhere, orders never cached, a body limit
 // answered 413 before anything reads a huge body, a Request-Id on every response, and keys
 // kept out of the logs.
 import { once } from 'node:events'
