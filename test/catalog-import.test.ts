@@ -127,10 +127,13 @@ const OPTION = {
 const app = await buildTestApp(t)
 const { key } = await makeKey(app)
 
+/** The product as the API shows it, less its updatedAt (checked for its form here). */
 async function getProduct (id: string) {
   const res = await app.inject({ url: `/external/v1/products/${id}`, headers: authHeaders(key) })
   t.equal(res.statusCode, 200, `GET product ${id}`)
-  return res.json()
+  const { updatedAt, ...product } = res.json()
+  t.match(updatedAt, /^\d{4}-\d\d-\d\dT[\d:.]+Z$/, 'updatedAt is an ISO 8601 UTC time')
+  return product
 }
 
 async function listProducts (query = '') {
@@ -179,6 +182,9 @@ t.test('the example file imports and the API shows the documented shapes', async
     id: ETHIOPIA,
     name: 'Ethiopia Yirgacheffe 250 g',
     sku: 'COF-ETH-250',
+    barcode: '5901234123457',
+    categoryIds: ['3f1c2a8e-0b7d-4c55-9a61-1e2f3a4b5c01'],
+    brandId: '7a9b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c01',
     quantity: 40,
     price: 12.5,
     sellPrice: 12.5,
@@ -193,6 +199,9 @@ t.test('the example file imports and the API shows the documented shapes', async
     id: ESPRESSO,
     name: 'Espresso Blend 1 kg',
     sku: 'COF-ESP-1000',
+    barcode: null,
+    categoryIds: ['3f1c2a8e-0b7d-4c55-9a61-1e2f3a4b5c01'],
+    brandId: null,
     quantity: null,
     price: 29.99,
     sellPrice: discountActive('2026-01-01T00:00:00Z', null) ? 23.99 : 29.99,
@@ -207,6 +216,9 @@ t.test('the example file imports and the API shows the documented shapes', async
     id: SHIRT,
     name: 'Barista T-shirt',
     sku: 'APP-TEE',
+    barcode: null,
+    categoryIds: ['3f1c2a8e-0b7d-4c55-9a61-1e2f3a4b5c02'],
+    brandId: '7a9b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c01',
     quantity: 5 + 0 + 12 + 3,
     price: 20,
     sellPrice: 20,
@@ -218,7 +230,8 @@ t.test('the example file imports and the API shows the documented shapes', async
     ],
     combinations: [
       { id: 'bb000000-0000-4000-8000-000000000001', optionIds: [OPTION.black, OPTION.m], sku: 'APP-TEE-BLK-M', barcode: '5901234123464', quantity: 5, price: 20, sellPrice: 20, isAvailable: true, imageUrl: null },
-      { id: 'bb000000-0000-4000-8000-000000000002', optionIds: [OPTION.black, OPTION.l], sku: 'APP-TEE-BLK-L', barcode: '5901234123471', quantity: 0, price: 22, sellPrice: 22, isAvailable: true, imageUrl: null },
+      // Sold out: marked available, but nothing left to order.
+      { id: 'bb000000-0000-4000-8000-000000000002', optionIds: [OPTION.black, OPTION.l], sku: 'APP-TEE-BLK-L', barcode: '5901234123471', quantity: 0, price: 22, sellPrice: 22, isAvailable: false, imageUrl: null },
       { id: 'bb000000-0000-4000-8000-000000000003', optionIds: [OPTION.white, OPTION.m], sku: 'APP-TEE-WHT-M', barcode: null, quantity: 12, price: 20, sellPrice: whiteM, isAvailable: true, imageUrl: null },
       { id: 'bb000000-0000-4000-8000-000000000004', optionIds: [OPTION.white, OPTION.l], sku: 'APP-TEE-WHT-L', barcode: null, quantity: 3, price: 22, sellPrice: 22, isAvailable: false, imageUrl: null }
     ]
@@ -227,7 +240,8 @@ t.test('the example file imports and the API shows the documented shapes', async
   const all = await listProducts()
   t.match(all, { page: 1, pageSize: 25, total: 3 })
   t.strictSame(all.items.map((p: { name: string }) => p.name), ['Barista T-shirt', 'Espresso Blend 1 kg', 'Ethiopia Yirgacheffe 250 g'])
-  t.strictSame(all.items[0], await getProduct(SHIRT), 'a listed product is the same as the product read alone')
+  const { updatedAt: _updatedAt, ...listed } = all.items[0]
+  t.strictSame(listed, await getProduct(SHIRT), 'a listed product is the same as the product read alone')
   t.equal((await listProducts(`?categoryIds=${APPAREL}`)).total, 1, 'categories are linked')
   t.equal((await listProducts(`?categoryIds=${COFFEE}`)).total, 2)
   t.equal((await listProducts(`?brandIds=${NORTHWIND}`)).total, 2, 'brands are linked')
