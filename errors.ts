@@ -64,7 +64,13 @@ export function apiError (code: ErrorCode, message?: string, extra: { details?: 
 
 /** validation_failed naming the offending field, as every schema failure does. */
 export function invalidField (path: string, problem: string): ApiError {
-  return apiError('validation_failed', `${path}: ${problem}`, { details: [{ path, message: problem }] })
+  const field = clipPath(path)
+  return apiError('validation_failed', `${field}: ${problem}`, { details: [{ path: field, message: problem }] })
+}
+
+/** A field's path as error details show it: at most 500 characters (a query may name any parameter). */
+export function clipPath (path: string): string {
+  return path.length > 500 ? `${path.slice(0, 499)}…` : path
 }
 
 /** The `code`s along an error's cause chain: drivers and Drizzle wrap the database's error. */

@@ -5,6 +5,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
+import { clipPath } from '../errors.ts'
 import { UUID_PATTERN } from '../schemas/common.ts'
 
 function makeAjv (coerceTypes: 'array' | false): Ajv {
@@ -94,7 +95,7 @@ export function validationDetails (errors: ErrorObject[], prefix = ''): Array<{ 
     const messages = consts.length > 1
       ? [`must be one of ${consts.map((e) => JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)).join(', ')}`]
       : [...new Set(chosen.map(problemOf))]
-    const fullPath = [prefix, path].filter(Boolean).join('.') || '(root)'
+    const fullPath = clipPath([prefix, path].filter(Boolean).join('.') || '(root)')
     for (const message of messages) details.push({ path: fullPath, message })
   }
   return details

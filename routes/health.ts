@@ -4,10 +4,10 @@ import { Type } from 'typebox'
 import { apiError } from '../errors.ts'
 import { errorResponses } from '../schemas/common.ts'
 
-const Status = Type.Object({ status: Type.String() })
+const Status = Type.Object({ status: Type.Literal('ok') })
 const Readiness = Type.Object({
-  status: Type.String({ examples: ['ready'] }),
-  redis: Type.String({ description: 'ok, unavailable (rate limits count per instance meanwhile) or not configured' })
+  status: Type.Literal('ready'),
+  redis: Type.Unsafe<'ok' | 'unavailable' | 'not configured'>({ type: 'string', enum: ['ok', 'unavailable', 'not configured'], description: 'ok, unavailable (rate limits count per instance meanwhile) or not configured' })
 })
 
 const PING_DEADLINE_MS = 2000
@@ -23,7 +23,7 @@ function withDeadline<T> (promise: Promise<T>, ms: number): Promise<T> {
 const health: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/healthz', {
     schema: { operationId: 'healthz', summary: 'The process is up', tags: ['Service'], security: [], response: { 200: { ...Status, description: 'The process is up' } } }
-  }, async () => ({ status: 'ok' }))
+  }, async () => ({ status: 'ok' as const }))
 
   app.get('/readyz', {
     schema: {
@@ -43,8 +43,8 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
     }
     // Without Redis the instance still serves (rate limits count per instance), so a Redis
     // outage must not take the whole fleet out of the load balancer: it is reported, not failed.
-    const redis = app.redis === null ? 'not configured' : app.redis.status === 'ready' ? 'ok' : 'unavailable'
-    return { status: 'ready', redis }
+    const redis = app.redis === null ? 'not configured' as const : app.redis.status === 'ready' ? 'ok' as const : 'unavailable' as const
+    return { status: 'ready' as const, redis }
   })
 }
 

@@ -1,15 +1,11 @@
 // The catalogue import file: what `storefront catalog import` accepts.
-import { Type, type Static, type TSchema } from 'typebox'
-
-// `type: [T, 'null']` rather than anyOf, so a wrong value reads "must be a string or null".
-function orNull<T extends TSchema> (schema: T) {
-  return Type.Unsafe<Static<T> | null>({ ...schema, type: [(schema as unknown as { type: string }).type, 'null'] })
-}
+import { Type, type Static } from 'typebox'
+import { LIMITS, Nullable } from './common.ts'
 
 const Id = Type.String({ format: 'uuid' })
 const Amount = Type.Number({ minimum: 0, maximum: 9999999999.99 })
-const Stock = orNull(Type.Integer({ minimum: 0, maximum: 2147483647 }))
-const Timestamp = orNull(Type.String({ format: 'date-time' }))
+const Stock = Nullable(Type.Integer({ minimum: 0, maximum: 2147483647 }))
+const Timestamp = Nullable(Type.String({ format: 'date-time' }))
 
 const Discount = Type.Object({
   type: Type.Unsafe<'percentage' | 'amount'>({ type: 'string', enum: ['percentage', 'amount'] }),
@@ -18,39 +14,43 @@ const Discount = Type.Object({
   endsAt: Type.Optional(Timestamp)
 })
 
-const Named = Type.Object({ id: Id, name: Type.String({ minLength: 1 }) })
+const Named = (maxLength: number) => Type.Object({ id: Id, name: Type.String({ minLength: 1, maxLength }) })
 
 const Combination = Type.Object({
   id: Id,
-  optionIds: Type.Array(Id),
-  sku: Type.Optional(orNull(Type.String())),
-  barcode: Type.Optional(orNull(Type.String())),
+  optionIds: Type.Array(Id, { maxItems: LIMITS.variants }),
+  sku: Type.Optional(Nullable(Type.String({ maxLength: LIMITS.code }))),
+  barcode: Type.Optional(Nullable(Type.String({ maxLength: LIMITS.code }))),
   quantity: Type.Optional(Stock),
   price: Amount,
-  discount: Type.Optional(orNull(Discount)),
+  discount: Type.Optional(Nullable(Discount)),
   isAvailable: Type.Boolean(),
-  imageUrl: Type.Optional(orNull(Type.String()))
+  imageUrl: Type.Optional(Nullable(Type.String({ maxLength: LIMITS.url })))
 })
 
 const Product = Type.Object({
   id: Id,
-  name: Type.String({ minLength: 1 }),
-  sku: Type.Optional(orNull(Type.String())),
-  barcode: Type.Optional(orNull(Type.String())),
+  name: Type.String({ minLength: 1, maxLength: LIMITS.name }),
+  sku: Type.Optional(Nullable(Type.String({ maxLength: LIMITS.code }))),
+  barcode: Type.Optional(Nullable(Type.String({ maxLength: LIMITS.code }))),
   quantity: Type.Optional(Stock),
   price: Amount,
-  discount: Type.Optional(orNull(Discount)),
+  discount: Type.Optional(Nullable(Discount)),
   isAvailable: Type.Boolean(),
-  imageUrl: Type.Optional(orNull(Type.String())),
-  categoryIds: Type.Optional(Type.Array(Id)),
-  brandId: Type.Optional(orNull(Id)),
-  variants: Type.Optional(Type.Array(Type.Object({ id: Id, name: Type.String({ minLength: 1 }), options: Type.Array(Named, { minItems: 1 }) }))),
-  combinations: Type.Optional(Type.Array(Combination))
+  imageUrl: Type.Optional(Nullable(Type.String({ maxLength: LIMITS.url }))),
+  categoryIds: Type.Optional(Type.Array(Id, { maxItems: LIMITS.categories })),
+  brandId: Type.Optional(Nullable(Id)),
+  variants: Type.Optional(Type.Array(Type.Object({
+    id: Id,
+    name: Type.String({ minLength: 1, maxLength: LIMITS.optionName }),
+    options: Type.Array(Named(LIMITS.optionName), { minItems: 1, maxItems: LIMITS.options })
+  }), { maxItems: LIMITS.variants })),
+  combinations: Type.Optional(Type.Array(Combination, { maxItems: LIMITS.combinations }))
 })
 
 export const CatalogFile = Type.Object({
-  categories: Type.Optional(Type.Array(Named)),
-  brands: Type.Optional(Type.Array(Named)),
+  categories: Type.Optional(Type.Array(Named(LIMITS.groupName))),
+  brands: Type.Optional(Type.Array(Named(LIMITS.groupName))),
   products: Type.Optional(Type.Array(Product))
 })
 export type CatalogFile = Static<typeof CatalogFile>

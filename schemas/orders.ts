@@ -1,6 +1,6 @@
 // What integrators send and see of orders.
 import { Type, type Static } from 'typebox'
-import { Money, Nullable, Page, PageQuery, Uuid, ref } from './common.ts'
+import { Money, Nullable, Page, PageQuery, Text, Timestamp, Uuid, ref } from './common.ts'
 
 export const ORDER_STATUSES = ['pending', 'confirmed', 'processing', 'shipped', 'delivered', 'cancelled'] as const
 export type OrderStatus = typeof ORDER_STATUSES[number]
@@ -33,7 +33,7 @@ export type Address = Static<typeof Address>
 export const OrderItemInput = Type.Object({
   productId: Uuid,
   combinationId: Type.Optional(Nullable(Uuid)),
-  quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LINE_QUANTITY, default: 1, description: 'A whole number from 1 to 100,000; default 1' }))
+  quantity: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_LINE_QUANTITY, description: 'A whole number from 1 to 100,000; 1 when omitted' }))
 }, { $id: 'OrderItemInput', title: 'OrderItemInput' })
 
 export const CreateOrderBody = Type.Object({
@@ -48,45 +48,45 @@ export type CreateOrderBody = Static<typeof CreateOrderBody>
 export const OrderItem = Type.Object({
   productId: Uuid,
   combinationId: Nullable(Uuid),
-  name: Type.String({ description: 'Product name, with the combination\'s option names: "T-shirt (Red / L)"; frozen at order time', examples: ['Barista T-shirt (Black / M)'] }),
-  quantity: Type.Integer({ minimum: 1 }),
+  name: Text(2000, { description: 'Product name, with the combination\'s option names: "T-shirt (Red / L)"; frozen at order time', examples: ['Barista T-shirt (Black / M)'] }),
+  quantity: Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_LINE_QUANTITY }),
   singlePrice: { ...Money, description: 'sellPrice at the moment of creation' },
   totalPrice: { ...Money, description: 'singlePrice × quantity' }
 }, { $id: 'OrderItem', title: 'OrderItem', additionalProperties: false })
 
 export const DeliveryAddress = Type.Object({
-  lineOne: Nullable(Type.String()),
-  lineTwo: Nullable(Type.String()),
-  city: Nullable(Type.String()),
-  state: Nullable(Type.String()),
-  country: Nullable(Type.String()),
-  zipCode: Nullable(Type.String()),
-  phone: Type.String({ description: 'The delivery phone in E.164: address.phone as sent, else customerPhone', examples: ['+14155550123'] }),
-  latitude: Nullable(Type.Number()),
-  longitude: Nullable(Type.Number())
+  lineOne: Nullable(Text(500)),
+  lineTwo: Nullable(Text(500)),
+  city: Nullable(Text(200)),
+  state: Nullable(Text(200)),
+  country: Nullable(Text(100)),
+  zipCode: Nullable(Text(50)),
+  phone: Type.String({ maxLength: 16, pattern: '^\\+[1-9][0-9]{1,14}$', description: 'The delivery phone in E.164: address.phone as sent, else customerPhone', examples: ['+14155550123'] }),
+  latitude: Nullable(Type.Number({ minimum: -90, maximum: 90 })),
+  longitude: Nullable(Type.Number({ minimum: -180, maximum: 180 }))
 }, { $id: 'DeliveryAddress', title: 'DeliveryAddress', description: 'The delivery address as it was sent; fields not sent are null', additionalProperties: false })
 export type DeliveryAddress = Static<typeof DeliveryAddress>
 
 const orderFields = {
   id: Uuid,
-  orderNumber: Type.String({ description: 'Short, readable, increasing', examples: ['100042'] }),
+  orderNumber: Type.String({ maxLength: 15, pattern: '^[1-9][0-9]{0,14}$', description: 'Short, readable, increasing', examples: ['100042'] }),
   status: Type.Unsafe<OrderStatus>({ type: 'string', enum: [...ORDER_STATUSES], description: 'pending on creation; then changed by the store' }),
   total: { ...Money, description: 'Sum of the items\' totalPrice' },
   deliveryFee: { ...Money, description: 'What finalTotal adds to total: the store\'s delivery fee when an address was given, else 0' },
   finalTotal: { ...Money, description: 'total plus deliveryFee' },
-  productsCount: Type.Integer({ description: 'Sum of item quantities' }),
-  date: Type.String({ format: 'date-time', description: 'Creation time, ISO 8601 with offset' }),
-  customerName: Type.String(),
-  customerPhone: Nullable(Type.String({ description: 'E.164' })),
-  note: Nullable(Type.String()),
+  productsCount: Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_ORDER_LINES * MAX_LINE_QUANTITY, description: 'Sum of item quantities' }),
+  date: Timestamp('Creation time'),
+  customerName: Text(200),
+  customerPhone: Nullable(Type.String({ maxLength: 16, pattern: '^\\+[1-9][0-9]{1,14}$', description: 'E.164' })),
+  note: Nullable(Text(2000)),
   address: Nullable(ref(DeliveryAddress)),
-  updatedAt: Type.String({ format: 'date-time', description: 'When it last changed (creation, a status change)' })
+  updatedAt: Timestamp('When it last changed (creation, a status change)')
 }
 
 export const OrderSummary = Type.Object(orderFields, { $id: 'OrderSummary', title: 'OrderSummary', description: 'An order without its items (create and list answers)', additionalProperties: false })
 export type OrderSummary = Static<typeof OrderSummary>
 
-export const Order = Type.Object({ ...orderFields, items: Type.Array(ref(OrderItem)) }, { $id: 'Order', title: 'Order', description: 'An order with its items', additionalProperties: false })
+export const Order = Type.Object({ ...orderFields, items: Type.Array(ref(OrderItem), { maxItems: MAX_ORDER_LINES }) }, { $id: 'Order', title: 'Order', description: 'An order with its items', additionalProperties: false })
 export type Order = Static<typeof Order>
 
 export const OrderPage = Page(ref(OrderSummary), 'OrderPage', 'A page of the calling key\'s orders, newest first')
@@ -98,7 +98,7 @@ export const ListOrdersQuery = Type.Object({
 })
 
 export const OrderParams = Type.Object({
-  orderNumberOrId: Type.String({ description: 'An order number or an order GUID' })
+  orderNumberOrId: Type.String({ maxLength: 200, description: 'An order number or an order GUID' })
 })
 
 export const orderSchemas = [Address, OrderItemInput, CreateOrderBody, DeliveryAddress, OrderItem, OrderSummary, Order, OrderPage]

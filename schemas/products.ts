@@ -1,45 +1,45 @@
 // What integrators see of the catalogue.
 import { Type, type Static } from 'typebox'
-import { Money, Nullable, Page, PageQuery, Uuid, ref } from './common.ts'
+import { Count, LIMITS, Money, Nullable, Page, PageQuery, Text, Timestamp, Uuid, ref } from './common.ts'
 
 export const VariantOption = Type.Object({
   id: Uuid,
-  name: Type.String({ examples: ['Black'] })
+  name: Text(LIMITS.optionName, { examples: ['Black'] })
 }, { $id: 'VariantOption', title: 'VariantOption', additionalProperties: false })
 
 export const Variant = Type.Object({
   id: Uuid,
-  name: Type.String({ examples: ['Color'] }),
-  options: Type.Array(ref(VariantOption))
+  name: Text(LIMITS.optionName, { examples: ['Color'] }),
+  options: Type.Array(ref(VariantOption), { maxItems: LIMITS.options })
 }, { $id: 'Variant', title: 'Variant', description: 'An option dimension of a product, such as Color or Size', additionalProperties: false })
 
 export const Combination = Type.Object({
   id: Uuid,
-  optionIds: Type.Array(Uuid, { description: 'One option of each variant, in the order of the product\'s variants' }),
-  sku: Nullable(Type.String()),
-  barcode: Nullable(Type.String()),
-  quantity: Nullable(Type.Integer({ description: 'Stock; null when not tracked' })),
+  optionIds: Type.Array(Uuid, { maxItems: LIMITS.variants, description: 'One option of each variant, in the order of the product\'s variants' }),
+  sku: Nullable(Text(LIMITS.code)),
+  barcode: Nullable(Text(LIMITS.code)),
+  quantity: Nullable(Type.Integer({ format: 'int32', minimum: 0, maximum: 2147483647, description: 'Stock; null when not tracked' })),
   price: Money,
   sellPrice: { ...Money, description: 'Price after the active discount (the combination\'s own, else the product\'s)' },
   isAvailable: Type.Boolean({ description: 'Whether it can be ordered now: it and its product marked available, and stock left when tracked' }),
-  imageUrl: Nullable(Type.String())
+  imageUrl: Nullable(Text(LIMITS.url))
 }, { $id: 'Combination', title: 'Combination', description: 'A purchasable combination of variant options; send its id as an order item\'s combinationId', additionalProperties: false })
 
 export const Product = Type.Object({
   id: Uuid,
-  name: Type.String({ examples: ['Barista T-shirt'] }),
-  sku: Nullable(Type.String()),
-  barcode: Nullable(Type.String()),
-  quantity: Nullable(Type.Integer({ description: 'Stock; null when not tracked. With combinations: the sum of theirs (null when any is untracked)' })),
+  name: Text(LIMITS.name, { examples: ['Barista T-shirt'] }),
+  sku: Nullable(Text(LIMITS.code)),
+  barcode: Nullable(Text(LIMITS.code)),
+  quantity: Nullable(Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Stock; null when not tracked. With combinations: the sum of theirs (null when any is untracked)' })),
   price: Money,
   sellPrice: { ...Money, description: 'Price after the active discount, rounded half-up to cents' },
   isAvailable: Type.Boolean({ description: 'Whether it can be ordered now: false when marked unavailable or when its tracked stock is 0; a product with combinations is available when one of them is' }),
-  productImageUrl: Nullable(Type.String()),
-  categoryIds: Type.Array(Uuid, { description: 'The categories it is in, sorted' }),
+  productImageUrl: Nullable(Text(LIMITS.url)),
+  categoryIds: Type.Array(Uuid, { maxItems: LIMITS.categories, description: 'The categories it is in, sorted' }),
   brandId: Nullable(Uuid),
-  variants: Type.Array(ref(Variant)),
-  combinations: Type.Array(ref(Combination)),
-  updatedAt: Type.String({ format: 'date-time', description: 'When anything integrators see of it last changed: an import that changed it, stock taken by an order, a discount window opening or closing (within 60 s)' })
+  variants: Type.Array(ref(Variant), { maxItems: LIMITS.variants }),
+  combinations: Type.Array(ref(Combination), { maxItems: LIMITS.combinations }),
+  updatedAt: Timestamp('When anything integrators see of it last changed: an import that changed it, stock taken by an order, a discount window opening or closing (within 60 s)')
 }, { $id: 'Product', title: 'Product', additionalProperties: false })
 export type Product = Static<typeof Product>
 
@@ -58,13 +58,13 @@ export const ListProductsQuery = Type.Object({
 export type ListProductsQuery = Static<typeof ListProductsQuery>
 
 export const ProductParams = Type.Object({
-  id: Type.String({ description: 'Product GUID' })
+  id: Type.String({ maxLength: 200, description: 'Product GUID' })
 })
 
 const grouping = (id: string, description: string) => Type.Object({
   id: Uuid,
-  name: Type.String({ examples: [id === 'Category' ? 'Coffee' : 'Northwind'] }),
-  productCount: Type.Integer({ minimum: 0, description: 'How many products it holds' })
+  name: Text(LIMITS.groupName, { examples: [id === 'Category' ? 'Coffee' : 'Northwind'] }),
+  productCount: Count('How many products it holds')
 }, { $id: id, title: id, description, additionalProperties: false })
 
 export const Category = grouping('Category', 'A category: send its id in the categoryIds filter of list products')

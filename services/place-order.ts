@@ -120,7 +120,9 @@ function itemName (row: SellableRow): string {
 }
 
 function orderCreationFailed (details: ErrorDetail[]) {
-  const message = details.length === 1 ? details[0]!.message : `${details.length} lines cannot be ordered: ${details.map((d) => d.message).join('; ')}`
+  // The first few lines in the message; every one of them in details.
+  const shown = details.slice(0, 3).map((d) => d.message).join('; ')
+  const message = details.length === 1 ? shown : `${details.length} lines cannot be ordered: ${shown}${details.length > 3 ? '; …' : ''}`
   return apiError('order_creation_failed', message, { details })
 }
 
