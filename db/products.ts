@@ -190,7 +190,7 @@ export async function countProducts (db: Tx): Promise<number> {
  */
 export async function refreshProductState (tx: Tx, productIds: string[], now: Date): Promise<void> {
   if (productIds.length === 0) return
-  await tx.execute(sql`update products p set updated_at = ${now}, content_hash = null,
+  await tx.execute(sql`update products p set updated_at = ${now.toISOString()}::timestamptz, content_hash = null,
     available = p.is_available and case
       when exists (select 1 from combinations c where c.product_id = p.id)
         then exists (select 1 from combinations c where c.product_id = p.id and c.is_available and (c.quantity is null or c.quantity > 0))
@@ -221,16 +221,18 @@ export async function listGroupings (db: Tx, grouping: Grouping, page: { limit: 
  * Returns the ids it moved.
  */
 export async function touchDiscountBoundaries (db: Tx, now: Date, lookbackMs: number): Promise<string[]> {
-  const since = new Date(now.getTime() - lookbackMs)
+  // Raw SQL parameters go as text (the driver does not serialize a Date without a column type).
+  const since = sql`${new Date(now.getTime() - lookbackMs).toISOString()}::timestamptz`
+  const at = sql`${now.toISOString()}::timestamptz`
   const rows = await execute<{ id: string }>(db, sql`
     with boundaries as (
       select coalesce(d.product_id, c.product_id) as product_id, greatest(
-        case when d.starts_at > ${since} and d.starts_at <= ${now} then d.starts_at end,
-        case when d.ends_at > ${since} and d.ends_at <= ${now} then d.ends_at end) as at
+        case when d.starts_at > ${since} and d.starts_at <= ${at} then d.starts_at end,
+        case when d.ends_at > ${since} and d.ends_at <= ${at} then d.ends_at end) as at
       from discounts d left join combinations c on c.id = d.combination_id
-      where (d.starts_at > ${since} and d.starts_at <= ${now}) or (d.ends_at > ${since} and d.ends_at <= ${now})
+      where (d.starts_at > ${since} and d.starts_at <= ${at}) or (d.ends_at > ${since} and d.ends_at <= ${at})
     ), due as (select product_id, max(at) as at from boundaries group by product_id)
-    update products p set updated_at = ${now} from due
+    update products p set updated_at = ${at} from due
     where due.product_id = p.id and due.at > p.updated_at
     returning p.id`)
   return rows.map((r) => r.id)
