@@ -2,18 +2,98 @@
 import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import { ErrorBody } from '../schemas/common.ts'
+import { ErrorBody, RESPONSE_HEADERS } from '../schemas/common.ts'
 import { orderSchemas } from '../schemas/orders.ts'
 import { productSchemas } from '../schemas/products.ts'
+
+export const API_TITLE = 'Storefront External API'
 
 export const API_DESCRIPTION = `The API a store gives its external integrators: read the catalogue (products, prices after
 discounts, stock, variants and option combinations) and create, list and fetch your own orders.
 
 Authenticate every request with your API key, as \`X-Api-Key: <key>\` or \`Authorization: Api-Key <key>\`.
 Every error answers \`{ "error": code, "message": text, "requestId": id }\`; quote the \`Request-Id\`
-response header to support. Money amounts are JSON numbers with at most two decimals.`
+response header to support. Money amounts are JSON numbers with at most two decimals.
+
+The examples come from the demo catalogue and work as they are against a demo store: together the
+list parameters find one product, and the create-order example makes order 100001 for Ada Lovelace.`
 
 export const sharedSchemas = [ErrorBody, ...productSchemas, ...orderSchemas]
+
+// Parameters have no schema of our own to carry examples (their schemas are shared with
+// validation), so they are set on the document by operation. Values from the demo catalogue
+// (services/demo-catalog.ts); the success examples of routes/external/v1 show their answers.
+export const PARAMETER_EXAMPLES: Record<string, Record<string, string | number>> = {
+  listProducts: {
+    query: 'yirgacheffe',
+    page: 1,
+    isAvailable: 'true',
+    categoryIds: 'ca7e6000-0000-4000-8000-000000000001,ca7e6000-0000-4000-8000-000000000002',
+    brandIds: 'b7a4d000-0000-4000-8000-000000000001',
+    barcode: '4006381000017',
+    sku: 'COF-ETH-250'
+  },
+  getProduct: { id: 'd3e00000-0000-4000-8000-000000000020' },
+  listCategories: { page: 1 },
+  listBrands: { page: 1 },
+  listOrders: { query: 'Ada', page: 1 },
+  getOrder: { orderNumberOrId: '100001' }
+}
+
+interface Operation {
+  operationId?: string
+  parameters?: Array<{ name: string, example?: unknown }>
+  responses?: Record<string, { headers?: Record<string, unknown> }>
+}
+interface DocumentShape { paths?: Record<string, Record<string, Operation>> }
+
+const HEADERS_PATH = '#/components/headers/'
+
+/**
+ * The finishing touches @fastify/swagger has no schema keyword for: every response header
+ * of RESPONSE_HEADERS becomes a reference to its one definition, and parameters get their
+ * examples. An example for a parameter that is gone fails the generation, so none goes stale.
+ */
+export function finishDocument<D extends object> (document: D): D {
+  const unused = new Set(Object.entries(PARAMETER_EXAMPLES).flatMap(([id, values]) => Object.keys(values).map((name) => `${id}.${name}`)))
+  for (const item of Object.values((document as DocumentShape).paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      for (const response of Object.values(operation.responses ?? {})) {
+        for (const name of Object.keys(response.headers ?? {})) {
+          if (Object.hasOwn(RESPONSE_HEADERS, name)) response.headers![name] = { $ref: `${HEADERS_PATH}${name}` }
+        }
+      }
+      const examples = PARAMETER_EXAMPLES[operation.operationId ?? '']
+      for (const parameter of operation.parameters ?? []) {
+        if (examples === undefined || !Object.hasOwn(examples, parameter.name)) continue
+        parameter.example = examples[parameter.name]
+        unused.delete(`${operation.operationId}.${parameter.name}`)
+      }
+    }
+  }
+  if (unused.size > 0) throw new Error(`parameter examples for no parameter: ${[...unused].join(', ')}`)
+  return document
+}
+
+// The reference is the store's own, under its name: no framework or Swagger branding.
+const LOGO_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40" viewBox="0 0 300 40">
+<rect x="2" y="4" width="32" height="32" rx="7" fill="#f2b35b"/>
+<path d="M10 15h16l-1.4 13.2a2 2 0 0 1-2 1.8h-9.2a2 2 0 0 1-2-1.8z" fill="#3a2417"/>
+<path d="M14 15v-2.2a4 4 0 0 1 8 0V15" fill="none" stroke="#3a2417" stroke-width="2.2"/>
+<text x="44" y="27" font-family="Helvetica, Arial, sans-serif" font-size="20" font-weight="700" fill="#ffffff">Storefront</text>
+<text x="152" y="27" font-family="Helvetica, Arial, sans-serif" font-size="20" fill="#f2b35b">External API</text>
+</svg>`
+const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="32" height="32" viewBox="0 0 32 32">
+<rect width="32" height="32" rx="7" fill="#f2b35b"/>
+<path d="M8 11h16l-1.4 13.2a2 2 0 0 1-2 1.8h-9.2a2 2 0 0 1-2-1.8z" fill="#3a2417"/>
+<path d="M12 11V8.8a4 4 0 0 1 8 0V11" fill="none" stroke="#3a2417" stroke-width="2.2"/>
+</svg>`
+// The top bar in the store's colours, without the field for loading another document:
+// partners read this one.
+const THEME_CSS = `.swagger-ui .topbar { background-color: #3a2417; padding: 8px 0; }
+.swagger-ui .topbar .download-url-wrapper { display: none; }
+.swagger-ui .topbar-wrapper .link img { height: 40px; width: auto; }
+`
 
 export default fp(async function openapiPlugin (app) {
   const publicBaseUrl = app.config.PUBLIC_BASE_URL
@@ -22,7 +102,7 @@ export default fp(async function openapiPlugin (app) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Storefront External API', version: '1.0.0', description: API_DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
+      info: { title: API_TITLE, version: '1.0.0', description: API_DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
       ...(publicBaseUrl ? { servers: [{ url: publicBaseUrl }] } : {}),
       tags: [
         { name: 'Products', description: 'The catalogue' },
@@ -33,14 +113,25 @@ export default fp(async function openapiPlugin (app) {
         securitySchemes: {
           ApiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'Your API key' },
           ApiKeyAuthorization: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'The scheme `Api-Key` followed by your key: `Authorization: Api-Key <key>`' }
-        }
+        },
+        headers: Object.fromEntries(Object.entries(RESPONSE_HEADERS).map(([name, header]) => [name, { ...header }]))
       },
       security: [{ ApiKeyHeader: [] }, { ApiKeyAuthorization: [] }]
     },
     // Components keep the names of their $id (Product, Error…) instead of def-0, def-1.
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string | undefined) ?? `def-${i}` }
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string | undefined) ?? `def-${i}` },
+    transformObject: (documentObject) => finishDocument('openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject)
   })
-  await app.register(swaggerUi, { routePrefix: '/docs' })
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    logo: { type: 'image/svg+xml', content: LOGO_SVG, href: '/docs', target: '_self' },
+    theme: {
+      title: API_TITLE,
+      favicon: [{ filename: 'favicon.svg', rel: 'icon', sizes: 'any', type: 'image/svg+xml', content: FAVICON_SVG }],
+      css: [{ filename: 'storefront.css', content: THEME_CSS }]
+    },
+    uiConfig: { docExpansion: 'list', defaultModelsExpandDepth: 0, displayRequestDuration: true }
+  })
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   app.get('/openapi.yaml', { schema: { hide: true } }, async (_request, reply) => reply.type('application/yaml').send(app.swagger({ yaml: true })))

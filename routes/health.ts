@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { apiError } from '../errors.ts'
-import { errorResponses } from '../schemas/common.ts'
+import { documentedResponse, errorResponses } from '../schemas/common.ts'
 
 const Status = Type.Object({ status: Type.Literal('ok') })
 const Readiness = Type.Object({
@@ -22,7 +22,13 @@ function withDeadline<T> (promise: Promise<T>, ms: number): Promise<T> {
 
 const health: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/healthz', {
-    schema: { operationId: 'healthz', summary: 'The process is up', tags: ['Service'], security: [], response: { 200: { ...Status, description: 'The process is up' } } }
+    schema: {
+      operationId: 'healthz',
+      summary: 'The process is up',
+      tags: ['Service'],
+      security: [],
+      response: { 200: documentedResponse('The process is up', Status, { up: { value: { status: 'ok' } } }) }
+    }
   }, async () => ({ status: 'ok' as const }))
 
   app.get('/readyz', {
@@ -31,7 +37,10 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'The instance can serve: its database answers and it is not shutting down; Redis is reported',
       tags: ['Service'],
       security: [],
-      response: { 200: { ...Readiness, description: 'Ready to serve' }, ...errorResponses('service_unavailable') }
+      response: {
+        200: documentedResponse('Ready to serve', Readiness, { ready: { summary: 'Without Redis', value: { status: 'ready', redis: 'not configured' } } }),
+        ...errorResponses({ code: 'service_unavailable', message: 'The database is unreachable' })
+      }
     }
   }, async () => {
     if (app.draining) throw apiError('service_unavailable', 'The instance is shutting down')

@@ -1,6 +1,6 @@
 // Wire shapes shared by every resource: ids, money, the page envelope, the error body.
 import { Type, type Static, type TSchema } from 'typebox'
-import { ERROR_CODES, ERRORS, LINE_FAILURE_REASONS, type ErrorCode, type LineFailureReason } from '../errors.ts'
+import { ERROR_CODES, ERRORS, LINE_FAILURE_REASONS, type ErrorCode, type ErrorDetail as ErrorDetailValue, type LineFailureReason } from '../errors.ts'
 
 /** A reference to a shared schema registered with `addSchema`; typed as the schema it names. */
 export function ref<T extends TSchema & { $id?: string }> (schema: T) {
@@ -32,6 +32,9 @@ export function Nullable<T extends TSchema> (schema: T) {
     : Type.Unsafe<Static<T> | null>(Type.Union([schema, Type.Null()]))
 }
 
+/** The request id the documentation's examples show: what the service generates (a UUID). */
+const EXAMPLE_REQUEST_ID = '3f2a7c1e-5b8d-4e09-9c6a-0d4b7e1f2a93'
+
 export const ErrorDetail = Type.Object({
   path: Type.String({ maxLength: 500, description: 'The offending field or order line', examples: ['query.page', 'items[2]'] }),
   message: Type.String({ maxLength: 2000, examples: ['must be an integer'] }),
@@ -45,8 +48,8 @@ export const ErrorDetail = Type.Object({
 
 export const ErrorBody = Type.Object({
   error: Type.Unsafe<ErrorCode>({ type: 'string', enum: ERROR_CODES, description: 'Machine-readable error code: one of a closed list', examples: ['product_not_found'] }),
-  message: Type.String({ maxLength: 2000, description: 'Human-readable explanation', examples: ['No product matches that id'] }),
-  requestId: Type.String({ maxLength: 128, description: 'Echoed in the Request-Id header; quote it to support', examples: ['req-8f3a2c'] }),
+  message: Type.String({ maxLength: 2000, description: 'Human-readable explanation', examples: [ERRORS.product_not_found.message] }),
+  requestId: Type.String({ maxLength: 128, description: 'Echoed in the Request-Id header; quote it to support', examples: [EXAMPLE_REQUEST_ID] }),
   details: Type.Optional(Type.Array(ErrorDetail, { maxItems: 500, description: 'On validation errors, the offending fields; on order_creation_failed, the lines that cannot be ordered' }))
 }, { $id: 'Error', title: 'Error', additionalProperties: false })
 export type ErrorBody = Static<typeof ErrorBody>
@@ -80,17 +83,164 @@ export const PageQuery = Type.Integer({
   maximum: MAX_PAGE
 })
 
+// ---- What the documentation says of responses: headers, examples, the error responses.
+
+interface HeaderDefinition {
+  description: string
+  /** Sent on every response that declares it. */
+  required?: boolean
+  schema: { type: 'string' | 'integer' } & Record<string, unknown>
+}
+
+/**
+ * Every response header the service sends to integrators, defined once. The OpenAPI document
+ * lists them as `components.headers` and each response refers to the ones it carries.
+ */
+export const RESPONSE_HEADERS = {
+  'Request-Id': {
+    description: 'Identifies this request in our logs; quote it to support. A request\'s own `X-Request-Id` is echoed when it is 1 to 128 of `A-Z a-z 0-9 . _ : -`',
+    required: true,
+    schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$', maxLength: 128, examples: [EXAMPLE_REQUEST_ID] }
+  },
+  'RateLimit-Limit': {
+    description: 'Requests allowed in the current window: per API key, or per client IP for requests whose key was refused',
+    schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 2147483647, examples: [600] }
+  },
+  'RateLimit-Remaining': {
+    description: 'Requests left in the current window',
+    schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 2147483647, examples: [599] }
+  },
+  'RateLimit-Reset': {
+    description: 'Seconds until the current window ends',
+    schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 2147483647, examples: [60] }
+  },
+  RateLimit: {
+    description: 'The same as one structured field: the policy, `r` requests remaining, `t` seconds to the reset',
+    schema: { type: 'string', pattern: '^"per-(key|ip)";r=\\d+;t=\\d+$', maxLength: 64, examples: ['"per-key";r=599;t=60'] }
+  },
+  'RateLimit-Policy': {
+    description: 'The policy counting this request: `per-key` or `per-ip`, `q` requests per window of `w` seconds',
+    schema: { type: 'string', pattern: '^"per-(key|ip)";q=\\d+;w=\\d+$', maxLength: 64, examples: ['"per-key";q=600;w=60'] }
+  },
+  'Retry-After': {
+    description: 'Seconds to wait before retrying: always on 409 and 429; on 503 when the pause is known (maintenance, the database unreachable)',
+    schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 2147483647, examples: [60] }
+  },
+  Location: {
+    description: 'The absolute URL of the new order',
+    required: true,
+    schema: { type: 'string', format: 'uri', maxLength: 2048, examples: ['https://shop.example.com/api/external/v1/orders/7d1c0b2e-4f3a-4e8b-9a61-2c5d8e0f4b17'] }
+  },
+  'Idempotent-Replayed': {
+    description: 'Present when this is the stored response of an earlier request with the same Idempotency-Key, replayed',
+    schema: { type: 'string', enum: ['true'] }
+  },
+  'Cache-Control': {
+    description: 'Orders are private to your key: no shared cache may keep them',
+    schema: { type: 'string', enum: ['no-store'] }
+  }
+} satisfies Record<string, HeaderDefinition>
+export type ResponseHeader = keyof typeof RESPONSE_HEADERS
+
+/** Every /external/v1 request passes the rate limiter before anything can refuse it. */
+export const RATE_LIMIT_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit', 'RateLimit-Policy'] as const satisfies readonly ResponseHeader[]
+
+type HeadersObject = Record<string, { description: string } & Record<string, unknown>>
+
+/** The `headers` of a route's response, as @fastify/swagger reads them: each header's schema with its description. */
+function headersObject (names: readonly ResponseHeader[]): HeadersObject {
+  return Object.fromEntries(names.map((name) => [name, { ...RESPONSE_HEADERS[name].schema, description: RESPONSE_HEADERS[name].description }]))
+}
+
+export interface ResponseExample { summary?: string, description?: string, value: unknown }
+
+/**
+ * A route's documented response: what it means, its JSON body with named examples, and the
+ * headers it carries (Request-Id always). The per-media-type form is the one in which
+ * @fastify/swagger keeps examples beside a `$ref`; Fastify serializes with its schema alike.
+ */
+export function documentedResponse<T extends TSchema> (description: string, schema: T, examples: Record<string, ResponseExample>, headers: readonly ResponseHeader[] = []) {
+  return {
+    description,
+    headers: headersObject(['Request-Id', ...headers.filter((name) => name !== 'Request-Id')]),
+    content: { 'application/json': { schema, examples } }
+  }
+}
+export type DocumentedResponse<T extends TSchema = TSchema> = ReturnType<typeof documentedResponse<T>>
+
+/** The same responses, each also declaring the headers `pick` names for its status. */
+export function withHeaders<R extends Record<number, DocumentedResponse>> (responses: R, pick: (status: number) => readonly ResponseHeader[]): R {
+  return Object.fromEntries(Object.entries(responses).map(([status, response]) => [status, {
+    ...response,
+    headers: { ...response.headers, ...headersObject(pick(Number(status))) }
+  }])) as R
+}
+
+/** An error body as the documentation shows it: a message the service really sends, and details where it sends them. */
+export interface ErrorExample<C extends ErrorCode = ErrorCode> {
+  code: C
+  message: string
+  details?: ErrorDetailValue[]
+}
+
+// One example per code; the `Record` over every code makes a new code fail the type check
+// until it has its example.
+const ERROR_EXAMPLES: { [C in ErrorCode]: Omit<ErrorExample<C>, 'code'> } = {
+  validation_failed: { message: 'query.page: must be an integer', details: [{ path: 'query.page', message: 'must be an integer' }] },
+  invalid_json: { message: ERRORS.invalid_json.message },
+  invalid_product_id: { message: ERRORS.invalid_product_id.message },
+  customer_name_required: { message: ERRORS.customer_name_required.message },
+  items_required: { message: ERRORS.items_required.message },
+  invalid_item: { message: 'items[0].productId matches no product' },
+  invalid_quantity: { message: 'items[1].quantity must be a whole number from 1 to 100,000' },
+  invalid_phone_number: { message: 'customerPhone is not a valid phone number: write it with +country code, or send an ISO alpha-2 address.country' },
+  order_creation_failed: {
+    message: '2 lines cannot be ordered: items[0]: not enough stock for "Canvas Apron (Sand)": 2 available; items[1]: "Barista T-shirt" has combinations; send a combinationId',
+    details: [
+      { path: 'items[0]', reason: 'out_of_stock', message: 'items[0]: not enough stock for "Canvas Apron (Sand)": 2 available', available: 2 },
+      { path: 'items[1]', reason: 'combination_required', message: 'items[1]: "Barista T-shirt" has combinations; send a combinationId' }
+    ]
+  },
+  invalid_api_key: { message: 'Send your API key in the X-Api-Key header or as Authorization: Api-Key <key>' },
+  insufficient_scope: { message: ERRORS.insufficient_scope.message },
+  not_found: { message: 'No route for GET /external/v1/product' },
+  product_not_found: { message: ERRORS.product_not_found.message },
+  order_not_found: { message: ERRORS.order_not_found.message },
+  idempotency_key_in_use: { message: ERRORS.idempotency_key_in_use.message },
+  payload_too_large: { message: ERRORS.payload_too_large.message },
+  unsupported_media_type: { message: ERRORS.unsupported_media_type.message },
+  idempotency_key_reused: { message: ERRORS.idempotency_key_reused.message },
+  rate_limit_exceeded: { message: 'Rate limit exceeded: 600 requests per 60 s; retry in 42 seconds' },
+  internal_error: { message: ERRORS.internal_error.message },
+  store_under_maintenance: { message: ERRORS.store_under_maintenance.message },
+  service_unavailable: { message: ERRORS.service_unavailable.message }
+}
+
 type StatusOf<C extends ErrorCode> = (typeof ERRORS)[C]['status']
 
 /**
  * The documented error responses of an operation, from the codes it can answer: one
- * response per status, describing each code with its default message.
+ * response per status, describing each code with its default message and showing one named
+ * example body per code. A code given as an `ErrorExample` shows that body instead (an
+ * operation's own validation failure, say); the first mention of a code wins.
  */
-export function errorResponses<C extends ErrorCode> (...codes: C[]) {
-  const byStatus = new Map<number, ErrorCode[]>()
-  for (const code of codes) byStatus.set(ERRORS[code].status, [...(byStatus.get(ERRORS[code].status) ?? []), code])
-  return Object.fromEntries([...byStatus].map(([status, list]) => [status, {
-    ...ref(ErrorBody),
-    description: list.map((code) => `\`${code}\`: ${ERRORS[code].message}`).join('; ')
-  }])) as unknown as Record<StatusOf<C>, ReturnType<typeof ref<typeof ErrorBody>>>
+export function errorResponses<C extends ErrorCode> (...codes: Array<C | ErrorExample<C>>) {
+  const examples = new Map<ErrorCode, ErrorExample>()
+  for (const entry of codes) {
+    const example: ErrorExample = typeof entry === 'string' ? { code: entry, ...ERROR_EXAMPLES[entry as ErrorCode] } : entry
+    if (!examples.has(example.code)) examples.set(example.code, example)
+  }
+  const byStatus = new Map<number, ErrorExample[]>()
+  for (const example of examples.values()) {
+    const status = ERRORS[example.code].status
+    byStatus.set(status, [...(byStatus.get(status) ?? []), example])
+  }
+  return Object.fromEntries([...byStatus].map(([status, list]) => [status, documentedResponse(
+    list.map(({ code }) => `\`${code}\`: ${ERRORS[code].message}`).join('; '),
+    ref(ErrorBody),
+    // Named by code, without a summary: a reference lists the examples by their names.
+    Object.fromEntries(list.map(({ code, message, details }) => [code, {
+      value: { error: code, message, requestId: EXAMPLE_REQUEST_ID, ...(details ? { details } : {}) }
+    }]))
+  )])) as unknown as Record<StatusOf<C>, DocumentedResponse<ReturnType<typeof ref<typeof ErrorBody>>>>
 }

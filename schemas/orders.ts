@@ -17,6 +17,15 @@ export const ORDER_SHAPE_VERSION = 2
 export const MAX_ORDER_LINES = 500
 export const MAX_LINE_QUANTITY = 100_000
 
+// The request examples work as they are against the demo catalogue (services/demo-catalog.ts),
+// as often as they are sent: both lines are of stock that is not tracked. The first is
+// Espresso Blend 1 kg, the second the made-to-order Roaster Hoodie in XL, without quantity.
+const EXAMPLE_ITEMS = [
+  { productId: 'd3e00000-0000-4000-8000-000000000005', quantity: 2 },
+  { productId: 'd3e00000-0000-4000-8000-00000000001b', combinationId: 'd3e0c000-0000-4000-8000-000000000019' }
+]
+const EXAMPLE_ADDRESS = { lineOne: '1 Ferry Building', lineTwo: 'Suite 42', city: 'San Francisco', state: 'CA', country: 'US', zipCode: '94111' }
+
 export const Address = Type.Object({
   lineOne: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
   lineTwo: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
@@ -27,14 +36,26 @@ export const Address = Type.Object({
   phone: Type.Optional(Nullable(Type.String({ maxLength: 50, description: 'Delivery phone; defaults to customerPhone' }))),
   latitude: Type.Optional(Nullable(Type.Number({ minimum: -90, maximum: 90 }))),
   longitude: Type.Optional(Nullable(Type.Number({ minimum: -180, maximum: 180 })))
-}, { $id: 'Address', title: 'Address', description: 'Delivery address; when given, the store\'s delivery fee is added to finalTotal. Null fields count as absent.' })
+}, {
+  $id: 'Address',
+  title: 'Address',
+  description: 'Delivery address; when given, the store\'s delivery fee is added to finalTotal. Null fields count as absent.',
+  examples: [EXAMPLE_ADDRESS]
+})
 export type Address = Static<typeof Address>
 
 export const OrderItemInput = Type.Object({
   productId: Uuid,
   combinationId: Type.Optional(Nullable(Uuid)),
+  // No `default` keyword: generators make a property with a default required, and a missing
+  // quantity is already read as 1.
   quantity: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_LINE_QUANTITY, description: 'A whole number from 1 to 100,000; 1 when omitted' }))
-}, { $id: 'OrderItemInput', title: 'OrderItemInput' })
+}, {
+  $id: 'OrderItemInput',
+  title: 'OrderItemInput',
+  description: 'One order line: a product, with its combinationId when the product has combinations',
+  examples: EXAMPLE_ITEMS
+})
 
 export const CreateOrderBody = Type.Object({
   customerName: Type.String({ minLength: 1, maxLength: 200, description: 'Must not be blank', examples: ['Ada Lovelace'] }),
@@ -42,7 +63,12 @@ export const CreateOrderBody = Type.Object({
   note: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
   items: Type.Array(ref(OrderItemInput), { minItems: 1, maxItems: MAX_ORDER_LINES }),
   address: Type.Optional(Nullable(ref(Address)))
-}, { $id: 'CreateOrderRequest', title: 'CreateOrderRequest' })
+}, {
+  $id: 'CreateOrderRequest',
+  title: 'CreateOrderRequest',
+  description: 'Who the order is for, what it holds and, optionally, where it goes',
+  examples: [{ customerName: 'Ada Lovelace', customerPhone: '+14155550123', note: 'Leave it with the concierge', items: EXAMPLE_ITEMS, address: EXAMPLE_ADDRESS }]
+})
 export type CreateOrderBody = Static<typeof CreateOrderBody>
 
 export const OrderItem = Type.Object({

@@ -1,9 +1,33 @@
 // GET /categories and GET /brands: the ids the product filters take, with product counts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { pageWindow, ref } from '../../../schemas/common.ts'
+import { documentedResponse, pageWindow, ref } from '../../../schemas/common.ts'
 import { BrandPage, CategoryPage, ListGroupingsQuery } from '../../../schemas/products.ts'
 import { listGroupingPage } from '../../../services/catalog.ts'
-import { v1Errors } from './shared.ts'
+import { v1Errors, v1Headers } from './shared.ts'
+
+// What the demo catalogue answers (test/routes/docs.test.ts holds the two together).
+const CATEGORIES = {
+  items: [
+    { id: 'ca7e6000-0000-4000-8000-000000000005', name: 'Accessories', productCount: 8 },
+    { id: 'ca7e6000-0000-4000-8000-000000000004', name: 'Apparel', productCount: 5 },
+    { id: 'ca7e6000-0000-4000-8000-000000000003', name: 'Brewing equipment', productCount: 9 },
+    { id: 'ca7e6000-0000-4000-8000-000000000001', name: 'Coffee', productCount: 11 },
+    { id: 'ca7e6000-0000-4000-8000-000000000002', name: 'Tea', productCount: 9 }
+  ],
+  page: 1,
+  pageSize: 25,
+  total: 5
+}
+const BRANDS = {
+  items: [
+    { id: 'b7a4d000-0000-4000-8000-000000000003', name: 'Brewline', productCount: 12 },
+    { id: 'b7a4d000-0000-4000-8000-000000000002', name: 'Kettle & Leaf', productCount: 8 },
+    { id: 'b7a4d000-0000-4000-8000-000000000001', name: 'Northwind Roasters', productCount: 15 }
+  ],
+  page: 1,
+  pageSize: 25,
+  total: 3
+}
 
 const groupings: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/categories', {
@@ -14,7 +38,7 @@ const groupings: FastifyPluginAsyncTypebox = async (app) => {
       description: 'Every category, sorted by name (case-insensitive), then id; 25 a page. Filter products by them with categoryIds.',
       tags: ['Products'],
       querystring: ListGroupingsQuery,
-      response: { 200: ref(CategoryPage), ...v1Errors() }
+      response: { 200: documentedResponse('A page of categories', ref(CategoryPage), { demo: { summary: 'The demo store\'s categories', value: CATEGORIES } }, v1Headers(200)), ...v1Errors() }
     }
   }, async (request) => listGroupingPage(app, 'categories', pageWindow(request.query.page)))
 
@@ -26,7 +50,7 @@ const groupings: FastifyPluginAsyncTypebox = async (app) => {
       description: 'Every brand, sorted by name (case-insensitive), then id; 25 a page. Filter products by them with brandIds.',
       tags: ['Products'],
       querystring: ListGroupingsQuery,
-      response: { 200: ref(BrandPage), ...v1Errors() }
+      response: { 200: documentedResponse('A page of brands', ref(BrandPage), { demo: { summary: 'The demo store\'s brands', value: BRANDS } }, v1Headers(200)), ...v1Errors() }
     }
   }, async (request) => listGroupingPage(app, 'brands', pageWindow(request.query.page)))
 }

@@ -2,11 +2,42 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { apiError, invalidField } from '../../../errors.ts'
-import { pageWindow, ref } from '../../../schemas/common.ts'
+import { documentedResponse, pageWindow, ref, withHeaders, type ResponseHeader } from '../../../schemas/common.ts'
 import { CreateOrderBody, ListOrdersQuery, Order, OrderPage, OrderParams, OrderSummary } from '../../../schemas/orders.ts'
 import { getOrder, listOrders } from '../../../services/orders.ts'
 import { placeOrder } from '../../../services/place-order.ts'
-import { v1Errors } from './shared.ts'
+import { v1Errors, v1Headers } from './shared.ts'
+
+// The first order of a fresh demo store, as the create-order example of CreateOrderRequest
+// places it (without a delivery fee); the parameter examples of the document find it.
+const ADDRESS = { lineOne: '1 Ferry Building', lineTwo: 'Suite 42', city: 'San Francisco', state: 'CA', country: 'US', zipCode: '94111', phone: '+14155550123', latitude: null, longitude: null }
+const ORDER_SUMMARY = {
+  id: '7d1c0b2e-4f3a-4e8b-9a61-2c5d8e0f4b17',
+  orderNumber: '100001',
+  status: 'pending',
+  total: 96.98,
+  deliveryFee: 0,
+  finalTotal: 96.98,
+  productsCount: 3,
+  date: '2026-11-23T09:41:07.512Z',
+  customerName: 'Ada Lovelace',
+  customerPhone: '+14155550123',
+  note: 'Leave it with the concierge',
+  address: ADDRESS,
+  updatedAt: '2026-11-23T09:41:07.512Z'
+}
+const ORDER = {
+  ...ORDER_SUMMARY,
+  items: [
+    { productId: 'd3e00000-0000-4000-8000-000000000005', combinationId: null, name: 'Espresso Blend 1 kg', quantity: 2, singlePrice: 23.99, totalPrice: 47.98 },
+    { productId: 'd3e00000-0000-4000-8000-00000000001b', combinationId: 'd3e0c000-0000-4000-8000-000000000019', name: 'Roaster Hoodie (XL)', quantity: 1, singlePrice: 49, totalPrice: 49 }
+  ]
+}
+
+// The orders hook below runs after admission: what the auth hook refuses (401, 403, 429)
+// goes out without it.
+const ADMISSION_STATUSES = new Set([401, 403, 429])
+const ordersHeaders = (status: number): ResponseHeader[] => [...v1Headers(status), ...(ADMISSION_STATUSES.has(status) ? [] : ['Cache-Control' as const])]
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 
@@ -33,18 +64,14 @@ Send an Idempotency-Key to retry safely: the same key and body within 24 hours r
       }),
       body: ref(CreateOrderBody),
       response: {
-        201: {
-          ...ref(OrderSummary),
-          description: 'Created. Replays of an Idempotency-Key answer the same, with Idempotent-Replayed: true',
-          headers: {
-            Location: { type: 'string', format: 'uri', description: 'The absolute URL of the new order' },
-            'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when this is a stored response replayed' }
-          }
-        },
-        ...v1Errors(
+        201: documentedResponse('Created. Replays of an Idempotency-Key answer the same, with Idempotent-Replayed: true', ref(OrderSummary), {
+          created: { summary: 'The order the request example creates in a fresh demo store', value: ORDER_SUMMARY }
+        }, [...ordersHeaders(201), 'Location', 'Idempotent-Replayed']),
+        ...withHeaders(v1Errors(
           'customer_name_required', 'items_required', 'invalid_item', 'invalid_quantity', 'invalid_phone_number', 'order_creation_failed', 'invalid_json',
-          'idempotency_key_in_use', 'payload_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'store_under_maintenance'
-        )
+          'idempotency_key_in_use', 'payload_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'store_under_maintenance',
+          { code: 'validation_failed', message: 'body.address.latitude: must be <= 90', details: [{ path: 'body.address.latitude', message: 'must be <= 90' }] }
+        ), ordersHeaders)
       }
     },
     // The body is read by the order service, in the order of checks the contract fixes; the
@@ -92,7 +119,12 @@ Send an Idempotency-Key to retry safely: the same key and body within 24 hours r
       description: 'Only orders created with the calling API key, newest first, 25 a page.',
       tags: ['Orders'],
       querystring: ListOrdersQuery,
-      response: { 200: ref(OrderPage), ...v1Errors() }
+      response: {
+        200: documentedResponse('A page of your orders, newest first', ref(OrderPage), {
+          ada: { summary: 'Your orders for Ada, as the parameter examples ask', value: { items: [ORDER_SUMMARY], page: 1, pageSize: 25, total: 1 } }
+        }, ordersHeaders(200)),
+        ...withHeaders(v1Errors(), ordersHeaders)
+      }
     }
   }, async (request) => {
     return listOrders(app.database, request.apiKey!.id, request.query.query, pageWindow(request.query.page))
@@ -106,7 +138,16 @@ Send an Idempotency-Key to retry safely: the same key and body within 24 hours r
       description: 'By order number or GUID. An order of another API key answers exactly like a missing one.',
       tags: ['Orders'],
       params: OrderParams,
-      response: { 200: ref(Order), ...v1Errors('order_not_found') }
+      response: {
+        200: documentedResponse('The order, with its items', ref(Order), {
+          byNumber: { summary: 'Order 100001, as the parameter example asks', value: ORDER }
+        }, ordersHeaders(200)),
+        ...withHeaders(v1Errors('order_not_found', {
+          code: 'validation_failed',
+          message: 'path: a segment is too long',
+          details: [{ path: 'path', message: 'a segment is too long' }]
+        }), ordersHeaders)
+      }
     }
   }, async (request) => {
     const order = await getOrder(app.database, request.apiKey!.id, request.params.orderNumberOrId)

@@ -1,10 +1,24 @@
-// What every /external/v1 operation shares: the errors any of them can answer.
+// What every /external/v1 operation shares: the errors any of them can answer, and the
+// headers its responses carry.
 import type { ErrorCode } from '../../../errors.ts'
-import { errorResponses } from '../../../schemas/common.ts'
+import { RATE_LIMIT_HEADERS, errorResponses, withHeaders, type ErrorExample, type ResponseHeader } from '../../../schemas/common.ts'
 
 const COMMON_ERRORS = ['validation_failed', 'invalid_api_key', 'insufficient_scope', 'rate_limit_exceeded', 'internal_error', 'service_unavailable'] as const
 
+// 409: the first request with that Idempotency-Key is still running; 429; 503 for
+// maintenance and an unreachable database.
+const RETRY_AFTER_STATUSES = new Set([409, 429, 503])
+
+/**
+ * The headers of an /external/v1 response with this status. The rate limiter counts every
+ * request as it is admitted, so its headers are on every answer but a failure before the
+ * count (the database unreachable while the key is checked).
+ */
+export function v1Headers (status: number): ResponseHeader[] {
+  return [...RATE_LIMIT_HEADERS, ...(RETRY_AFTER_STATUSES.has(status) ? ['Retry-After' as const] : [])]
+}
+
 /** The documented error responses of an operation: its own codes plus those every operation can answer. */
-export function v1Errors<C extends ErrorCode> (...codes: C[]) {
-  return errorResponses<C | typeof COMMON_ERRORS[number]>(...codes, ...COMMON_ERRORS)
+export function v1Errors<C extends ErrorCode> (...codes: Array<C | ErrorExample<C>>) {
+  return withHeaders(errorResponses<C | typeof COMMON_ERRORS[number]>(...codes, ...COMMON_ERRORS), v1Headers)
 }
