@@ -102,7 +102,7 @@ export default fp(async function openapiPlugin (app) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: API_TITLE, version: '1.0.0', description: API_DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
+      info: { title: API_TITLE, version: '1.0.0', description: API_DESCRIPTION, contact: { name: 'The store\'s integration support', email: 'integrations@example.com' }, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
       ...(publicBaseUrl ? { servers: [{ url: publicBaseUrl }] } : {}),
       tags: [
         { name: 'Products', description: 'The catalogue' },

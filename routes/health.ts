@@ -25,9 +25,10 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'healthz',
       summary: 'The process is up',
+      description: 'Liveness for an orchestrator: answers as long as the process runs, whatever the database. No key needed.',
       tags: ['Service'],
       security: [],
-      response: { 200: documentedResponse('The process is up', Status, { up: { value: { status: 'ok' } } }) }
+      response: { 200: documentedResponse('The process is up', Status, { up: { value: { status: 'ok' } } }), ...errorResponses('internal_error') }
     }
   }, async () => ({ status: 'ok' as const }))
 
@@ -35,11 +36,12 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'readyz',
       summary: 'The instance can serve: its database answers and it is not shutting down; Redis is reported',
+      description: 'Readiness for a load balancer: 503 while the database does not answer within 2 s or the instance is shutting down. Redis being down does not fail it (limits then count per instance). No key needed.',
       tags: ['Service'],
       security: [],
       response: {
         200: documentedResponse('Ready to serve', Readiness, { ready: { summary: 'Without Redis', value: { status: 'ready', redis: 'not configured' } } }),
-        ...errorResponses({ code: 'service_unavailable', message: 'The database is unreachable' })
+        ...errorResponses('internal_error', { code: 'service_unavailable', message: 'The database is unreachable' })
       }
     }
   }, async () => {

@@ -78,6 +78,7 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'getProduct',
       summary: 'Get a product',
+      description: 'One product by its GUID, with its variants and purchasable combinations; sellPrice is exact at the moment of the request.',
       tags: ['Products'],
       params: ProductParams,
       response: {
