@@ -29,30 +29,28 @@ const BRANDS = {
   total: 3
 }
 
-const groupings: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/categories', {
-    config: { scope: 'products:list' },
-    schema: {
-      operationId: 'listCategories',
-      summary: 'List categories',
-      description: 'Every category, sorted by name (case-insensitive), then id; 25 a page. Filter products by them with categoryIds.',
-      tags: ['Products'],
-      querystring: ListGroupingsQuery,
-      response: { 200: documentedResponse('A page of categories', ref(CategoryPage), { demo: { summary: 'The demo store\'s categories', value: CATEGORIES } }, v1Headers(200)), ...v1Errors() }
-    }
-  }, async (request) => listGroupingPage(app, 'categories', pageWindow(request.query.page)))
+const ROUTES = [
+  { grouping: 'categories', operationId: 'listCategories', summary: 'List categories', filter: 'categoryIds', page: CategoryPage, example: CATEGORIES },
+  { grouping: 'brands', operationId: 'listBrands', summary: 'List brands', filter: 'brandIds', page: BrandPage, example: BRANDS }
+] as const
 
-  app.get('/brands', {
-    config: { scope: 'products:list' },
-    schema: {
-      operationId: 'listBrands',
-      summary: 'List brands',
-      description: 'Every brand, sorted by name (case-insensitive), then id; 25 a page. Filter products by them with brandIds.',
-      tags: ['Products'],
-      querystring: ListGroupingsQuery,
-      response: { 200: documentedResponse('A page of brands', ref(BrandPage), { demo: { summary: 'The demo store\'s brands', value: BRANDS } }, v1Headers(200)), ...v1Errors() }
-    }
-  }, async (request) => listGroupingPage(app, 'brands', pageWindow(request.query.page)))
+const groupings: FastifyPluginAsyncTypebox = async (app) => {
+  for (const route of ROUTES) {
+    app.get(`/${route.grouping}`, {
+      config: { scope: 'products:list' },
+      schema: {
+        operationId: route.operationId,
+        summary: route.summary,
+        description: `Every one of the store's ${route.grouping}, sorted by name (case-insensitive), then id; 25 a page. Filter products by them with ${route.filter}.`,
+        tags: ['Products'],
+        querystring: ListGroupingsQuery,
+        response: {
+          200: documentedResponse(`A page of ${route.grouping}`, ref(route.page), { demo: { summary: `The demo store's ${route.grouping}`, value: route.example } }, v1Headers(200)),
+          ...v1Errors()
+        }
+      }
+    }, async (request) => listGroupingPage(app, route.grouping, pageWindow(request.query.page)))
+  }
 }
 
 export default groupings
