@@ -27,7 +27,7 @@ const MESSAGES = {
   expired: 'The API key has expired'
 } as const
 
-export type AuthFailure = keyof typeof MESSAGES
+type AuthFailure = keyof typeof MESSAGES
 
 function presentedSecret (headers: Record<string, string | string[] | undefined>): { secret: string } | { failure: AuthFailure } {
   const fromHeader = headers['x-api-key']
