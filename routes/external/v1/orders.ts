@@ -34,17 +34,16 @@ const ORDER = {
   ]
 }
 
-// The orders hook below runs after admission: what the auth hook refuses (401, 403, 429)
-// goes out without it.
-const ADMISSION_STATUSES = new Set([401, 403, 429])
-const ordersHeaders = (status: number): ResponseHeader[] => [...v1Headers(status), ...(ADMISSION_STATUSES.has(status) ? [] : ['Cache-Control' as const])]
+// Every orders response, refusals included, says Cache-Control: no-store.
+const ordersHeaders = (status: number): ResponseHeader[] => [...v1Headers(status), 'Cache-Control']
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 
 const orders: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app
-  // Orders are private to one integrator: never stored by a shared cache.
-  app.addHook('onRequest', async (_request, reply) => { reply.header('cache-control', 'no-store') })
+  // Orders are private to one integrator: never stored by a shared cache. On send, so a
+  // refusal by the admission hook (401, 403, 429) carries it too.
+  app.addHook('onSend', async (_request, reply) => { reply.header('cache-control', 'no-store') })
 
   const publicBase = config.PUBLIC_BASE_URL?.replace(/\/+$/, '')
 
