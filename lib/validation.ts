@@ -44,7 +44,9 @@ const article = (word: string) => (/^[aeiou]/.test(word) ? `an ${word}` : `a ${w
 const FORMAT_NAMES: Record<string, string> = {
   uuid: 'a GUID',
   'date-time': 'an ISO 8601 date-time with a UTC offset',
-  uri: 'an absolute URL'
+  uri: 'an absolute URL',
+  int32: 'a 32-bit integer',
+  int64: 'a 64-bit integer'
 }
 
 function problemOf (error: ErrorObject): string {
@@ -88,7 +90,10 @@ export function validationDetails (errors: ErrorObject[], prefix = ''): Array<{ 
   const details: Array<{ path: string, message: string }> = []
   for (const [path, found] of byPath) {
     // A branch that failed only for not being null says less than one that failed on the value.
-    const telling = found.filter((e) => !(e.keyword === 'type' && (e.params as { type: unknown }).type === 'null'))
+    // An integer range's format (int32) fails beside its maximum: the maximum says it better.
+    const restates = (e: ErrorObject) => (e.keyword === 'type' && (e.params as { type: unknown }).type === 'null') ||
+      (e.keyword === 'format' && /^int(32|64)$/.test(String((e.params as { format: unknown }).format)))
+    const telling = found.filter((e) => !restates(e))
     const chosen = telling.length > 0 ? telling : found
     // Literal unions (`true` or `false`) fail one `const` per branch: name them all at once.
     const consts = chosen.filter((e) => e.keyword === 'const')
