@@ -7,19 +7,19 @@ import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import postgres from 'postgres'
 import t from 'tap'
-import { startServer } from './server-process.ts'
+import { startServer } from '../server-process.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
 const ADMIN_URL = process.env.TEST_DATABASE_URL
 const needsPostgres = ADMIN_URL ? {} : { skip: 'needs TEST_DATABASE_URL' }
-const root = new URL('..', import.meta.url).pathname
+const root = new URL('../..', import.meta.url).pathname
 const run = promisify(execFile)
 
 // Five processes start through tsx here, which takes a while on a busy machine.
 t.setTimeout(240_000)
 
-const journal = JSON.parse(readFileSync(new URL('../db/migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: Array<{ tag: string }> }
+const journal = JSON.parse(readFileSync(new URL('../../db/migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: Array<{ tag: string }> }
 const TABLES = [
   'api_keys', 'brands', 'categories', 'combination_options', 'combinations', 'discounts', 'idempotency_keys',
   'order_items', 'orders', 'product_categories', 'products', 'store_settings', 'variant_options', 'variants'

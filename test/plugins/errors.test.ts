@@ -2,8 +2,8 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import type tap from 'tap'
 import { Type } from 'typebox'
-import { generateSecret } from '../lib/api-key-secret.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+import { generateSecret } from '../../lib/api-key-secret.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from '../helper.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const FAKE_KEY = generateSecret()

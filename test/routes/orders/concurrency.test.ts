@@ -4,10 +4,10 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { execute } from '../db/client.ts'
-import type { CatalogProduct } from '../schemas/catalog-file.ts'
-import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, usingPostgres } from './helper.ts'
+import type { App } from '../../../app.ts'
+import { execute } from '../../../db/client.ts'
+import type { CatalogProduct } from '../../../schemas/catalog-file.ts'
+import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, usingPostgres } from '../../helper.ts'
 
 const skip = usingPostgres ? false : 'needs TEST_DATABASE_URL: race tests prove nothing on PGlite, which is one connection'
 

@@ -4,10 +4,10 @@
 import { once } from 'node:events'
 import { connect } from 'node:net'
 import t from 'tap'
-import { buildApp } from '../app.ts'
-import { loadConfig } from '../config.ts'
-import { generateSecret } from '../lib/api-key-secret.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+import { buildApp } from '../../app.ts'
+import { loadConfig } from '../../config.ts'
+import { generateSecret } from '../../lib/api-key-secret.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from '../helper.ts'
 
 const BODY_LIMIT = 4096
 const app = await buildTestApp(t, { env: { BODY_LIMIT: String(BODY_LIMIT), RATE_LIMIT_MAX: '100000' } })

@@ -12,13 +12,13 @@ import { fileURLToPath } from 'node:url'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import t, { type Test } from 'tap'
-import { execute, openDatabase, type Database } from '../db/client.ts'
-import type { CatalogFile } from '../schemas/catalog-file.ts'
+import { execute, openDatabase, type Database } from '../../db/client.ts'
+import type { CatalogFile } from '../../schemas/catalog-file.ts'
 
 // Every case spawns tsx (about a second each, more on a busy machine).
 t.setTimeout(600_000)
 
-const BIN = fileURLToPath(new URL('../bin/storefront.js', import.meta.url))
+const BIN = fileURLToPath(new URL('../../bin/storefront.js', import.meta.url))
 
 interface Result { code: number | null, stdout: string, stderr: string }
 
@@ -290,7 +290,7 @@ t.test('bad calls refused in the command itself', async (t) => {
   process.env.DATA_DIR = join(dir, 'never')
   delete process.env.DATABASE_URL
   t.teardown(() => Object.assign(process.env, saved))
-  const { exitCodeFor, run } = await import('../cli.ts')
+  const { exitCodeFor, run } = await import('../../cli.ts')
   const cases: Array<[string[], RegExp]> = [
     [['keys', 'create', '--scopes', 'products:list'], /--name is required/],
     [['keys', 'create', '--name', 'x'], /--scopes is required/],
@@ -334,7 +334,7 @@ t.test('help, --version and refused command lines, without a database', async (t
   const dir = await mkdtemp(join(tmpdir(), 'sf-cli-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const none: Backend = { name: 'none', env: { DATA_DIR: join(dir, 'never') }, open: () => Promise.reject(new Error('not opened here')) }
-  const { version } = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+  const { version } = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
   const [keysHelp, createHelp, importHelp, longVersion, shortVersion, group, command, option] = await Promise.all([
     storefront(none, ['keys', '--help']),
     storefront(none, ['keys', 'create', '--help']),

@@ -11,15 +11,15 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 import t, { type Test } from 'tap'
-import { createApiKey } from '../db/api-keys.ts'
-import { importCatalog } from '../db/catalog.ts'
-import { migrateDatabase, openDatabase } from '../db/client.ts'
-import { startServer } from './server-process.ts'
+import { createApiKey } from '../../db/api-keys.ts'
+import { importCatalog } from '../../db/catalog.ts'
+import { migrateDatabase, openDatabase } from '../../db/client.ts'
+import { startServer } from '../server-process.ts'
 
 // Each case spawns tsx, and an embedded start migrates first: slow on a busy machine.
 t.setTimeout(300_000)
 
-const root = fileURLToPath(new URL('..', import.meta.url))
+const root = fileURLToPath(new URL('../..', import.meta.url))
 const BIN = join(root, 'bin/storefront.js')
 
 interface Exit { code: number | null, stdout: string, stderr: string, /** Milliseconds from the last stderr output to the exit. */ lingeredMs: number }

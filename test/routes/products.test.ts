@@ -1,7 +1,7 @@
 import t from 'tap'
-import type { App } from '../app.ts'
-import type { CatalogProduct } from '../schemas/catalog-file.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+import type { App } from '../../app.ts'
+import type { CatalogProduct } from '../../schemas/catalog-file.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from '../helper.ts'
 
 const uuid = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`
 const HOUR = 3_600_000

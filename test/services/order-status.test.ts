@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { setOrderStatus } from '../services/order-status.ts'
-import { ORDER_STATUSES, type OrderStatus } from '../schemas/orders.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+import type { App } from '../../app.ts'
+import { setOrderStatus } from '../../services/order-status.ts'
+import { ORDER_STATUSES, type OrderStatus } from '../../schemas/orders.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from '../helper.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 

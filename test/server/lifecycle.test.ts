@@ -4,9 +4,9 @@ import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { printedKey, startServer } from './server-process.ts'
+import { printedKey, startServer } from '../server-process.ts'
 
-const root = new URL('..', import.meta.url).pathname
+const root = new URL('../..', import.meta.url).pathname
 
 t.test('npm start on a fresh checkout: demo catalogue, a printed key, then SIGTERM finishes the request in flight and exits 0', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'sf-serve-'))

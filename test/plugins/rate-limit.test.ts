@@ -6,11 +6,11 @@ import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { loadConfig } from '../config.ts'
-import { setApiKeyRateLimit } from '../db/api-keys.ts'
-import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct } from './helper.ts'
-import { startTcpProxy } from './tcp-proxy.ts'
+import type { App } from '../../app.ts'
+import { loadConfig } from '../../config.ts'
+import { setApiKeyRateLimit } from '../../db/api-keys.ts'
+import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct } from '../helper.ts'
+import { startTcpProxy } from '../tcp-proxy.ts'
 
 const { AUTH_FAILURE_LIMIT } = loadConfig({})
 

@@ -1,11 +1,11 @@
 import { sql } from 'drizzle-orm'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { execute } from '../db/client.ts'
-import { ReadCache } from '../lib/read-cache.ts'
-import { StoreState } from '../services/store-state.ts'
-import type { CatalogProduct } from '../schemas/catalog-file.ts'
-import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, usingPostgres } from './helper.ts'
+import type { App } from '../../app.ts'
+import { execute } from '../../db/client.ts'
+import { ReadCache } from '../../lib/read-cache.ts'
+import { StoreState } from '../../services/store-state.ts'
+import type { CatalogProduct } from '../../schemas/catalog-file.ts'
+import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, usingPostgres } from '../helper.ts'
 
 const POLL_MS = 100
 // How far ahead a discount starts or ends: long enough for a slow import to finish first.

@@ -4,9 +4,9 @@
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
-import { startTcpProxy } from './tcp-proxy.ts'
+import type { App } from '../../app.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from '../helper.ts'
+import { startTcpProxy } from '../tcp-proxy.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 

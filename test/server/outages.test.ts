@@ -1,21 +1,21 @@
 // Database outages: the app reaches PostgreSQL through a TCP proxy that a
 // test cuts. Requests that need the database answer 503 service_unavailable quickly, /readyz
 // fails while /healthz does not, the app recovers by itself, and no order is ever half made.
-import { isDriverSocketFault } from '../server.ts'
+import { isDriverSocketFault } from '../../server.ts'
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { execute, openDatabase, type Database } from '../db/client.ts'
-import { createApiKey } from '../db/api-keys.ts'
-import { importCatalog } from '../db/catalog.ts'
-import { checkCatalog } from '../lib/catalog-file.ts'
-import { SCOPES } from '../lib/api-key-secret.ts'
-import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, usingPostgres } from './helper.ts'
-import { startServer } from './server-process.ts'
-import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts'
+import type { App } from '../../app.ts'
+import { execute, openDatabase, type Database } from '../../db/client.ts'
+import { createApiKey } from '../../db/api-keys.ts'
+import { importCatalog } from '../../db/catalog.ts'
+import { checkCatalog } from '../../lib/catalog-file.ts'
+import { SCOPES } from '../../lib/api-key-secret.ts'
+import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, usingPostgres } from '../helper.ts'
+import { startServer } from '../server-process.ts'
+import { startTcpProxy, type TcpProxy } from '../tcp-proxy.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -24,7 +24,7 @@ const PHONE = '+14155550123'
 /** How long a request may take to fail while the database is unreachable. */
 const FAIL_FAST_MS = 6000
 const RECOVERY_MS = 15_000
-const root = new URL('..', import.meta.url).pathname
+const root = new URL('../..', import.meta.url).pathname
 
 // Each test waits out an outage and its recovery: about two minutes in all, more than the
 // default limit of a test file.

@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import type tap from 'tap'
-import { listApiKeys, setApiKeyStatus } from '../db/api-keys.ts'
-import { execute, type Database } from '../db/client.ts'
-import { generateSecret } from '../lib/api-key-secret.ts'
-import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct } from './helper.ts'
+import { listApiKeys, setApiKeyStatus } from '../../db/api-keys.ts'
+import { execute, type Database } from '../../db/client.ts'
+import { generateSecret } from '../../lib/api-key-secret.ts'
+import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct } from '../helper.ts'
 
 // Counts the api_keys lookups the app makes: every key lookup is a `select` on the database
 // (catalogue reads and polling use raw `execute`).

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { execute } from '../db/client.ts'
-import { deleteExpiredIdempotencyKeys } from '../db/orders.ts'
-import { writeSetting } from '../db/settings.ts'
-import { SCOPES, type Scope } from '../lib/api-key-secret.ts'
-import type { CatalogProduct } from '../schemas/catalog-file.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+import type { App } from '../../../app.ts'
+import { execute } from '../../../db/client.ts'
+import { deleteExpiredIdempotencyKeys } from '../../../db/orders.ts'
+import { writeSetting } from '../../../db/settings.ts'
+import { SCOPES, type Scope } from '../../../lib/api-key-secret.ts'
+import type { CatalogProduct } from '../../../schemas/catalog-file.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from '../../helper.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
