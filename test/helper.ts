@@ -20,6 +20,25 @@ export interface TestContext {
 
 export const usingPostgres = Boolean(process.env.TEST_DATABASE_URL)
 
+/**
+ * An empty PostgreSQL database on the server of `adminUrl`, dropped at teardown; returns its
+ * URL. The name starts with `prefix` and a timestamp, so CI can sweep what a killed run left.
+ * Teardowns run last-registered first: clients a caller opens on it after this call, and
+ * closes in a teardown, are closed before the drop.
+ */
+export async function createEmptyDatabase (t: TestContext, prefix: string, adminUrl: string): Promise<string> {
+  const name = `${prefix}_${Date.now()}_${randomBytes(4).toString('hex')}`
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`create database "${name}"`)
+  t.teardown(async () => {
+    await admin.unsafe(`drop database if exists "${name}" with (force)`)
+    await admin.end()
+  })
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return url.href
+}
+
 /** A migrated database used by this test file only, dropped at teardown. */
 export async function createTestDatabase (t: TestContext, options: { poolSize?: number } = {}): Promise<{ database: Database, url?: string }> {
   const adminUrl = process.env.TEST_DATABASE_URL
@@ -29,19 +48,11 @@ export async function createTestDatabase (t: TestContext, options: { poolSize?: 
     t.teardown(() => database.close())
     return { database }
   }
-  const name = `sf_test_${Date.now()}_${randomBytes(4).toString('hex')}`
-  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
-  await admin.unsafe(`create database "${name}"`)
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  const database = await openDatabase({ url: url.href, poolSize: options.poolSize ?? 10 })
-  await migrateDatabase(database, url.href)
-  t.teardown(async () => {
-    await database.close()
-    await admin.unsafe(`drop database if exists "${name}" with (force)`)
-    await admin.end()
-  })
-  return { database, url: url.href }
+  const url = await createEmptyDatabase(t, 'sf_test', adminUrl)
+  const database = await openDatabase({ url, poolSize: options.poolSize ?? 10 })
+  t.teardown(() => database.close())
+  await migrateDatabase(database, url)
+  return { database, url }
 }
 
 export interface TestAppOptions extends Partial<Omit<AppOptions, 'config' | 'database'>> {
@@ -200,9 +211,9 @@ export function getJson (app: App, key: string, url: string) {
 }
 
 /** Asserts a 201 (naming the body otherwise) and returns the order. */
-export async function created (t: Pick<Test, 'equal'>, res: OrderAnswer): Promise<OrderSummary> {
+export async function created<Order = OrderSummary> (t: Pick<Test, 'equal'>, res: OrderAnswer): Promise<Order> {
   t.equal(res.statusCode, 201, res.statusCode === 201 ? 'created' : `created, got ${res.body}`)
-  return res.json<OrderSummary>()
+  return res.json<Order>()
 }
 
 /** Everything an order can change: order rows, items, stock, idempotency records. */
