@@ -1,5 +1,5 @@
 // `npm run openapi`: regenerates openapi.yaml from the route schemas; commit the result
-// (test/openapi.test.ts fails while the file and the code disagree).
+// (test/plugins/openapi.test.ts fails while the file and the code disagree).
 import { writeFile } from 'node:fs/promises'
 import { relative } from 'node:path'
 import { OPENAPI_FILE, generateOpenApiYaml } from './openapi-document.ts'

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:net'
+import { sleep } from './helper.ts'
 
 export async function freePort (): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1')
@@ -44,7 +45,7 @@ export async function startServer (cwd: string, env: Record<string, string>, tim
       child.kill('SIGKILL')
       throw new Error(`server did not start in ${timeoutMs} ms:\n${out}`)
     }
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    await sleep(200)
   }
   return { child, base, output: () => out, exited }
 }

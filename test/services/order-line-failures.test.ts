@@ -4,7 +4,7 @@
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import { execute } from '../../db/client.ts'
-import { authHeaders, buildTestApp, expectError, importProducts, makeKey, makeProduct } from '../helper.ts'
+import { buildTestApp, expectError, importProducts, makeKey, makeProduct, orderBody, postOrder } from '../helper.ts'
 
 const app = await buildTestApp(t)
 const { key } = await makeKey(app)
@@ -25,12 +25,7 @@ const shirt = makeProduct({
 })
 await importProducts(app, [coffee, tea, retired, shirt])
 
-const order = (items: unknown[]) => app.inject({
-  method: 'POST',
-  url: '/external/v1/orders',
-  headers: { ...authHeaders(key), 'content-type': 'application/json' },
-  payload: { customerName: 'Ada', customerPhone: '+14155550123', items }
-})
+const order = (items: unknown[]) => postOrder(app, key, orderBody(items))
 const stock = async () => execute<{ id: string, quantity: number | null }>(app.database.db,
   sql`select id, quantity from products union all select id, quantity from combinations order by id`)
 

@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm'
 import t from 'tap'
 import { execute } from '../../db/client.ts'
 import { ORDER_SHAPE_VERSION } from '../../schemas/orders.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from '../helper.ts'
+import { buildTestApp, importProducts, makeKey, makeProduct, postOrder } from '../helper.ts'
 
 const app = await buildTestApp(t)
 const { id: apiKeyId, key } = await makeKey(app)
@@ -12,12 +12,7 @@ const product = makeProduct({ quantity: 10 })
 await importProducts(app, [product])
 
 const body = { customerName: 'Grace Hopper', customerPhone: '+14155550123', note: 'ring twice', items: [{ productId: product.id, quantity: 2 }] }
-const post = (idempotencyKey: string) => app.inject({
-  method: 'POST',
-  url: '/external/v1/orders',
-  headers: { ...authHeaders(key), 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-  payload: body
-})
+const post = (idempotencyKey: string) => postOrder(app, key, body, { 'idempotency-key': idempotencyKey })
 
 t.test('a record of the current shape replays exactly what was stored', async (t) => {
   const first = await post('same-shape')

@@ -15,10 +15,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import openapiTS, { astToString } from 'openapi-typescript'
 import t from 'tap'
 import { parse } from 'yaml'
-import { ERROR_CODES, ERRORS } from '../errors.ts'
-import { buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+import { ERROR_CODES, ERRORS } from '../../errors.ts'
+import { buildTestApp, importProducts, makeKey, makeProduct } from '../helper.ts'
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const OPENAPI = join(ROOT, 'openapi.yaml')
 const TSC = join(dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin/tsc')
 const CODES = ERROR_CODES

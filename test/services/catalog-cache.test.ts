@@ -1,16 +1,15 @@
 import { sql } from 'drizzle-orm'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { execute } from '../db/client.ts'
-import { ReadCache } from '../lib/read-cache.ts'
-import { StoreState } from '../services/store-state.ts'
-import type { CatalogProduct } from '../schemas/catalog-file.ts'
-import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, usingPostgres } from './helper.ts'
+import type { App } from '../../app.ts'
+import { execute } from '../../db/client.ts'
+import { ReadCache } from '../../lib/read-cache.ts'
+import { StoreState } from '../../services/store-state.ts'
+import type { CatalogProduct } from '../../schemas/catalog-file.ts'
+import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, sleep, usingPostgres } from '../helper.ts'
 
 const POLL_MS = 100
 // How far ahead a discount starts or ends: long enough for a slow import to finish first.
 const LEAD_MS = 2500
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 // Two instances on one database (a real PostgreSQL database when TEST_DATABASE_URL is set):
 // `writer` imports, `reader` serves the reads and learns of changes only by polling.

@@ -1,7 +1,6 @@
 // `storefront serve` when it cannot start, and what it tells the operator on a restart: real
 // processes, since the exit code, stderr and a prompt exit are the behaviour under test.
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -9,17 +8,17 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import postgres from 'postgres'
 import t, { type Test } from 'tap'
-import { createApiKey } from '../db/api-keys.ts'
-import { importCatalog } from '../db/catalog.ts'
-import { migrateDatabase, openDatabase } from '../db/client.ts'
-import { startServer } from './server-process.ts'
+import { createApiKey } from '../../db/api-keys.ts'
+import { importCatalog } from '../../db/catalog.ts'
+import { migrateDatabase, openDatabase } from '../../db/client.ts'
+import { startServer } from '../server-process.ts'
+import { createEmptyDatabase, sleep } from '../helper.ts'
 
 // Each case spawns tsx, and an embedded start migrates first: slow on a busy machine.
 t.setTimeout(300_000)
 
-const root = fileURLToPath(new URL('..', import.meta.url))
+const root = fileURLToPath(new URL('../..', import.meta.url))
 const BIN = join(root, 'bin/storefront.js')
 
 interface Exit { code: number | null, stdout: string, stderr: string, /** Milliseconds from the last stderr output to the exit. */ lingeredMs: number }
@@ -52,16 +51,8 @@ async function store (t: Test): Promise<{ env: Record<string, string>, dataDir: 
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
   const adminUrl = process.env.TEST_DATABASE_URL
   if (!adminUrl) return { env: { DATA_DIR: dataDir }, dataDir }
-  const name = `sf_serve_${Date.now()}_${randomBytes(4).toString('hex')}`
-  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
-  await admin.unsafe(`create database "${name}"`)
-  t.teardown(async () => {
-    await admin.unsafe(`drop database if exists "${name}" with (force)`)
-    await admin.end()
-  })
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  return { env: { DATABASE_URL: url.href, MIGRATE_ON_START: 'true', DATA_DIR: dataDir }, dataDir }
+  const url = await createEmptyDatabase(t, 'sf_serve', adminUrl)
+  return { env: { DATABASE_URL: url, MIGRATE_ON_START: 'true', DATA_DIR: dataDir }, dataDir }
 }
 
 t.test('serve that cannot start exits non-zero with one line naming the cause', async (t) => {
@@ -107,7 +98,7 @@ t.test('a restart on the embedded database says how to make a key while the serv
   t.teardown(() => { server.child.kill('SIGKILL') })
   // The hint is printed once listening: /healthz may answer a moment before it is written.
   for (let waited = 0; !server.output().includes('API reference:') && waited < 10_000; waited += 100) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    await sleep(100)
   }
   const output = server.output()
   t.notMatch(output, /sk_[A-Za-z0-9_-]{43}/, 'no new key is printed')

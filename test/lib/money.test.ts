@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { isAmount, multiply, nextPriceChange, sellPriceCents, toAmount, toCents, toDecimalText, type Discount } from '../lib/money.ts'
+import { isAmount, multiply, nextPriceChange, sellPriceCents, toAmount, toCents, toDecimalText, type Discount } from '../../lib/money.ts'
 
 // numeric(12,2) holds at most 10 digits before the point.
 const MAX_CENTS = 999_999_999_999

@@ -1,30 +1,30 @@
 // Database outages: the app reaches PostgreSQL through a TCP proxy that a
 // test cuts. Requests that need the database answer 503 service_unavailable quickly, /readyz
 // fails while /healthz does not, the app recovers by itself, and no order is ever half made.
-import { isDriverSocketFault } from '../server.ts'
+import { isDriverSocketFault } from '../../server.ts'
 import { randomUUID } from 'node:crypto'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { execute, openDatabase, type Database } from '../db/client.ts'
-import { createApiKey } from '../db/api-keys.ts'
-import { importCatalog } from '../db/catalog.ts'
-import { checkCatalog } from '../lib/catalog-file.ts'
-import { SCOPES } from '../lib/api-key-secret.ts'
-import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, usingPostgres } from './helper.ts'
-import { startServer } from './server-process.ts'
-import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts'
+import type { App } from '../../app.ts'
+import { execute, openDatabase, type Database } from '../../db/client.ts'
+import { createApiKey } from '../../db/api-keys.ts'
+import { importCatalog } from '../../db/catalog.ts'
+import { checkCatalog } from '../../lib/catalog-file.ts'
+import { SCOPES } from '../../lib/api-key-secret.ts'
+import {
+  authHeaders, buildTestApp, createTestDatabase, expectError, importProducts, line, makeKey, makeProduct, orderBody, sleep, usingPostgres, type Answer
+} from '../helper.ts'
+import { startServer } from '../server-process.ts'
+import { startTcpProxy, type TcpProxy } from '../tcp-proxy.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
 const needsPostgres = usingPostgres ? {} : { skip: 'needs TEST_DATABASE_URL' }
-const PHONE = '+14155550123'
 /** How long a request may take to fail while the database is unreachable. */
 const FAIL_FAST_MS = 6000
 const RECOVERY_MS = 15_000
-const root = new URL('..', import.meta.url).pathname
+const root = new URL('../..', import.meta.url).pathname
 
 // Each test waits out an outage and its recovery: about two minutes in all, more than the
 // default limit of a test file.
@@ -68,11 +68,8 @@ async function rig (t: T): Promise<Rig> {
   return { app, direct, proxy, key }
 }
 
-function checkUnavailable (t: T, res: { statusCode: number, headers: Record<string, unknown>, json: () => unknown }, what: string) {
-  t.equal(res.statusCode, 503, `${what}: 503`)
-  const body = res.json() as Record<string, unknown>
-  t.same(Object.keys(body).sort(), ['error', 'message', 'requestId'], `${what}: the error body`)
-  t.match(body, { error: 'service_unavailable', message: String, requestId: res.headers['request-id'] }, `${what}: service_unavailable`)
+function checkUnavailable (t: T, res: Answer, what: string) {
+  const body = expectError(t, res, 503, 'service_unavailable', { what })
   t.notMatch(JSON.stringify(body), /ECONN|CONNECTION_|postgres|select /i, `${what}: nothing from the inside`)
 }
 
@@ -124,8 +121,8 @@ async function counts (database: Database, productId: string) {
   return row!
 }
 
-function orderBody (productId: string, quantity = 1) {
-  return JSON.stringify({ customerName: 'Outage Test', customerPhone: PHONE, items: [{ productId, quantity }] })
+function orderJson (product: { id: string }, quantity = 1) {
+  return JSON.stringify(orderBody([line(product, quantity)]))
 }
 
 t.test('database cut: reads answer 503 quickly, /readyz fails, /healthz does not, and the app recovers alone', needsPostgres, async (t) => {
@@ -187,7 +184,7 @@ t.test('database cut during create order: 503, and no partial order afterwards',
   }, FAIL_FAST_MS + 2000)
 
   proxy.cut()
-  const during = await timed(() => post(orderBody(product.id, 2), { 'idempotency-key': 'outage-1' }))
+  const during = await timed(() => post(orderJson(product, 2), { 'idempotency-key': 'outage-1' }))
   checkUnavailable(t, during.res, 'create order while the database is cut')
   t.ok(during.ms < FAIL_FAST_MS, `answered in ${during.ms} ms`)
 
@@ -196,7 +193,7 @@ t.test('database cut during create order: 503, and no partial order afterwards',
   t.same(await counts(direct, product.id), { orders: 0, items: 0, idempotency: 0, quantity: 10 }, 'nothing was written, no stock taken')
 
   // The integrator retries with the same Idempotency-Key: one order, made now.
-  const retried = await post(orderBody(product.id, 2), { 'idempotency-key': 'outage-1' })
+  const retried = await post(orderJson(product, 2), { 'idempotency-key': 'outage-1' })
   t.equal(retried.statusCode, 201, 'the retry creates the order')
   t.notOk(retried.headers['idempotent-replayed'], 'not a replay: nothing had been stored')
   t.same(await counts(direct, product.id), { orders: 1, items: 1, idempotency: 1, quantity: 8 })
@@ -211,7 +208,7 @@ t.test('database cut while orders are being written: every order is whole, and r
     method: 'POST',
     url: '/external/v1/orders',
     headers: { ...authHeaders(key), 'content-type': 'application/json', 'idempotency-key': `cut-${i}` },
-    payload: orderBody(product.id, 1)
+    payload: orderJson(product, 1)
   }, FAIL_FAST_MS + 2000)
 
   // Cut as soon as the first order is made, while the pool (5 connections) still works
@@ -309,7 +306,7 @@ t.test('the real server process lives through database outages under load', need
       const res = await fetch(`${server.base}/external/v1/orders`, {
         method: 'POST',
         headers: { ...authHeaders(key), 'content-type': 'application/json' },
-        body: orderBody(stocked.id),
+        body: orderJson(stocked),
         signal: AbortSignal.timeout(FAIL_FAST_MS + 1000)
       })
       await res.arrayBuffer()

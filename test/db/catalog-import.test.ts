@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm'
 import t from 'tap'
-import { execute } from '../db/client.ts'
-import { countProducts } from '../db/products.ts'
-import { CatalogError, checkCatalog } from '../lib/catalog-file.ts'
-import type { CatalogFile, CatalogProduct } from '../schemas/catalog-file.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+import { execute } from '../../db/client.ts'
+import { countProducts } from '../../db/products.ts'
+import { CatalogError, checkCatalog } from '../../lib/catalog-file.ts'
+import type { CatalogFile, CatalogProduct } from '../../schemas/catalog-file.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from '../helper.ts'
 
 // A small complete catalogue: categories, a brand, a tracked and an untracked product, a
 // discount, variants and combinations.

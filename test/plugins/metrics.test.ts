@@ -2,11 +2,10 @@
 // status with their latency; authentication failures by cause; 429s; orders and idempotent
 // replays; the database pool. And /readyz, which reports Redis when REDIS_URL is set.
 import { randomBytes } from 'node:crypto'
-import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
-import { startTcpProxy } from './tcp-proxy.ts'
+import type { App } from '../../app.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct, sleep } from '../helper.ts'
+import { startTcpProxy } from '../tcp-proxy.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 

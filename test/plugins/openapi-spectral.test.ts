@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { parse, stringify } from 'yaml'
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const RULESET = '.spectral.yaml'
 const SPECTRAL = join(dirname(createRequire(import.meta.url).resolve('@stoplight/spectral-cli/package.json')), 'dist/index.js')
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { phoneRegion, toE164 } from '../lib/phone.ts'
+import { phoneRegion, toE164 } from '../../lib/phone.ts'
 
 t.test('phoneRegion: address.country when it is an ISO alpha-2 code, else the store default', async (t) => {
   t.equal(phoneRegion('US', null), 'US')

@@ -3,22 +3,22 @@
 // fresh PostgreSQL database (DATABASE_URL). Commands that open the database run one at a
 // time: each spawn opens it, and the embedded one belongs to one process at a time.
 import { spawn } from 'node:child_process'
-import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { sql } from 'drizzle-orm'
-import postgres from 'postgres'
 import t, { type Test } from 'tap'
-import { execute, openDatabase, type Database } from '../db/client.ts'
-import type { CatalogFile } from '../schemas/catalog-file.ts'
+import { execute, openDatabase, type Database } from '../../db/client.ts'
+import type { CatalogFile } from '../../schemas/catalog-file.ts'
+import { createEmptyDatabase } from '../helper.ts'
 
 // Every case spawns tsx (about a second each, more on a busy machine).
 t.setTimeout(600_000)
 
-const BIN = fileURLToPath(new URL('../bin/storefront.js', import.meta.url))
+const BIN = fileURLToPath(new URL('../../bin/storefront.js', import.meta.url))
 
 interface Result { code: number | null, stdout: string, stderr: string }
 
@@ -87,19 +87,11 @@ async function embedded (t: Test): Promise<Backend> {
 }
 
 async function postgresql (t: Test, adminUrl: string): Promise<Backend> {
-  const name = `sf_cli_${Date.now()}_${randomBytes(4).toString('hex')}`
-  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
-  await admin.unsafe(`create database "${name}"`)
-  t.teardown(async () => {
-    await admin.unsafe(`drop database if exists "${name}" with (force)`)
-    await admin.end()
-  })
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
+  const url = await createEmptyDatabase(t, 'sf_cli', adminUrl)
   // With DATABASE_URL set, DATA_DIR must stay untouched.
   const unused = join(await mkdtemp(join(tmpdir(), 'sf-cli-')), 'unused')
   t.teardown(() => rm(join(unused, '..'), { recursive: true, force: true }))
-  return { name: 'PostgreSQL', env: { DATABASE_URL: url.href, DATA_DIR: unused }, open: () => openDatabase({ url: url.href, poolSize: 1 }) }
+  return { name: 'PostgreSQL', env: { DATABASE_URL: url, DATA_DIR: unused }, open: () => openDatabase({ url, poolSize: 1 }) }
 }
 
 const COFFEE = '3f1c2a8e-0b7d-4c55-9a61-1e2f3a4b5c01'
@@ -290,7 +282,7 @@ t.test('bad calls refused in the command itself', async (t) => {
   process.env.DATA_DIR = join(dir, 'never')
   delete process.env.DATABASE_URL
   t.teardown(() => Object.assign(process.env, saved))
-  const { exitCodeFor, run } = await import('../cli.ts')
+  const { exitCodeFor, run } = await import('../../cli.ts')
   const cases: Array<[string[], RegExp]> = [
     [['keys', 'create', '--scopes', 'products:list'], /--name is required/],
     [['keys', 'create', '--name', 'x'], /--scopes is required/],
@@ -334,7 +326,7 @@ t.test('help, --version and refused command lines, without a database', async (t
   const dir = await mkdtemp(join(tmpdir(), 'sf-cli-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const none: Backend = { name: 'none', env: { DATA_DIR: join(dir, 'never') }, open: () => Promise.reject(new Error('not opened here')) }
-  const { version } = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+  const { version } = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
   const [keysHelp, createHelp, importHelp, longVersion, shortVersion, group, command, option] = await Promise.all([
     storefront(none, ['keys', '--help']),
     storefront(none, ['keys', 'create', '--help']),

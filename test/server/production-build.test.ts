@@ -5,10 +5,10 @@ import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { createTestDatabase, usingPostgres } from './helper.ts'
-import { startServer } from './server-process.ts'
+import { createTestDatabase, usingPostgres } from '../helper.ts'
+import { startServer } from '../server-process.ts'
 
-const root = new URL('..', import.meta.url).pathname
+const root = new URL('../..', import.meta.url).pathname
 
 t.test('the pruned production build serves with `node bin/storefront.js serve`', async (t) => {
   const tree = mkdtempSync(join(tmpdir(), 'sf-prod-'))

@@ -7,7 +7,7 @@ import { once } from 'node:events'
 import { connect, type Socket } from 'node:net'
 import postgres from 'postgres'
 import t from 'tap'
-import { createTestDatabase, usingPostgres } from './helper.ts'
+import { createTestDatabase, usingPostgres } from '../helper.ts'
 
 t.test('a connection closed with a write pending connects again', usingPostgres ? {} : { skip: 'needs TEST_DATABASE_URL' }, async (t) => {
   const { url } = await createTestDatabase(t)

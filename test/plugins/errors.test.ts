@@ -1,9 +1,8 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
-import type tap from 'tap'
 import { Type } from 'typebox'
-import { generateSecret } from '../lib/api-key-secret.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+import { generateSecret } from '../../lib/api-key-secret.ts'
+import { authHeaders, buildTestApp, expectError, importProducts, makeKey, makeProduct } from '../helper.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const FAKE_KEY = generateSecret()
@@ -46,35 +45,26 @@ const { key: listOnly } = await makeKey(app, ['products:list'])
 const product = makeProduct()
 await importProducts(app, [product])
 
-function assertErrorBody (t: Pick<typeof tap, 'equal' | 'same' | 'match' | 'ok'>, res: Awaited<ReturnType<typeof app.inject>>, status: number, code: string, withDetails = false) {
-  t.equal(res.statusCode, status)
-  t.match(res.headers['content-type'], /^application\/json/)
-  const body = res.json<Record<string, unknown>>()
-  t.same(Object.keys(body).sort(), withDetails ? ['details', 'error', 'message', 'requestId'] : ['error', 'message', 'requestId'])
-  t.match(body, { error: code, message: String, requestId: res.headers['request-id'] })
-  t.ok(typeof body.message === 'string' && body.message.length > 0)
-}
-
 t.test('400 validation_failed lists details', async (t) => {
   const res = await app.inject({ url: '/external/v1/products?page=abc&isAvailable=maybe', headers: authHeaders(key) })
-  assertErrorBody(t, res, 400, 'validation_failed', true)
+  expectError(t, res, 400, 'validation_failed', { details: true })
   t.match(res.json(), { details: [{ path: /^query\.(page|isAvailable)$/, message: String }] })
 })
 
 t.test('400 invalid_product_id', async (t) => {
-  assertErrorBody(t, await app.inject({ url: '/external/v1/products/not-a-guid', headers: authHeaders(key) }), 400, 'invalid_product_id')
+  expectError(t, await app.inject({ url: '/external/v1/products/not-a-guid', headers: authHeaders(key) }), 400, 'invalid_product_id')
 })
 
 t.test('400 invalid_json for a body that is not JSON', async (t) => {
   for (const payload of ['{"name": ', 'not json', '{"name": "a",}']) {
     const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload })
-    assertErrorBody(t, res, 400, 'invalid_json')
+    expectError(t, res, 400, 'invalid_json')
   }
   const empty = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: '' })
-  assertErrorBody(t, empty, 400, 'invalid_json')
+  expectError(t, empty, 400, 'invalid_json')
   // A JSON body that breaks the schema is a validation error, not invalid_json.
   const wrong = await app.inject({ method: 'POST', url: '/test/echo', payload: { name: 5 } })
-  assertErrorBody(t, wrong, 400, 'validation_failed', true)
+  expectError(t, wrong, 400, 'validation_failed', { details: true })
   t.match(wrong.json(), { details: [{ path: 'body.name', message: String }] })
   const ok = await app.inject({ method: 'POST', url: '/test/echo', payload: { name: 'x' } })
   t.equal(ok.statusCode, 200)
@@ -83,39 +73,39 @@ t.test('400 invalid_json for a body that is not JSON', async (t) => {
 t.test('413 payload_too_large over BODY_LIMIT', async (t) => {
   const payload = JSON.stringify({ name: 'x'.repeat(2000) })
   const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload })
-  assertErrorBody(t, res, 413, 'payload_too_large')
+  expectError(t, res, 413, 'payload_too_large')
   const under = await app.inject({ method: 'POST', url: '/test/echo', payload: { name: 'x'.repeat(900) } })
   t.equal(under.statusCode, 200)
 })
 
 t.test('415 unsupported_media_type', async (t) => {
   const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/xml' }, payload: '<name>x</name>' })
-  assertErrorBody(t, res, 415, 'unsupported_media_type')
+  expectError(t, res, 415, 'unsupported_media_type')
 })
 
 t.test('401 invalid_api_key', async (t) => {
-  assertErrorBody(t, await app.inject({ url: '/external/v1/products' }), 401, 'invalid_api_key')
-  assertErrorBody(t, await app.inject({ url: '/external/v1/products', headers: authHeaders(generateSecret()) }), 401, 'invalid_api_key')
+  expectError(t, await app.inject({ url: '/external/v1/products' }), 401, 'invalid_api_key')
+  expectError(t, await app.inject({ url: '/external/v1/products', headers: authHeaders(generateSecret()) }), 401, 'invalid_api_key')
 })
 
 t.test('403 insufficient_scope', async (t) => {
   const res = await app.inject({ url: `/external/v1/products/${product.id}`, headers: authHeaders(listOnly) })
-  assertErrorBody(t, res, 403, 'insufficient_scope')
+  expectError(t, res, 403, 'insufficient_scope')
   t.match(res.json(), { message: /products:find/ })
 })
 
 t.test('404 product_not_found', async (t) => {
   const res = await app.inject({ url: '/external/v1/products/00000000-0000-4000-8000-000000000000', headers: authHeaders(key) })
-  assertErrorBody(t, res, 404, 'product_not_found')
+  expectError(t, res, 404, 'product_not_found')
 })
 
 t.test('404 not_found for an unknown route, with and without a key', async (t) => {
   for (const url of ['/external/v1/nope', '/external/v1/products/a/b', '/external/v2/products', '/nope', '/']) {
-    assertErrorBody(t, await app.inject({ url }), 404, 'not_found')
-    assertErrorBody(t, await app.inject({ url, headers: authHeaders(key) }), 404, 'not_found')
-    assertErrorBody(t, await app.inject({ url, headers: authHeaders(generateSecret()) }), 404, 'not_found')
+    expectError(t, await app.inject({ url }), 404, 'not_found')
+    expectError(t, await app.inject({ url, headers: authHeaders(key) }), 404, 'not_found')
+    expectError(t, await app.inject({ url, headers: authHeaders(generateSecret()) }), 404, 'not_found')
   }
-  assertErrorBody(t, await app.inject({ method: 'DELETE', url: '/external/v1/products', headers: authHeaders(key) }), 404, 'not_found')
+  expectError(t, await app.inject({ method: 'DELETE', url: '/external/v1/products', headers: authHeaders(key) }), 404, 'not_found')
 })
 
 t.test('500 internal_error shows nothing from the inside', async (t) => {
@@ -178,7 +168,7 @@ t.test('a safe client X-Request-Id is kept, an unsafe one replaced', async (t) =
 t.test('a URL the router rejects still answers the error body', async (t) => {
   for (const url of ['/external/v1/products/%E0%A4%A', `/external/v1/products/${'a'.repeat(250)}`]) {
     const res = await app.inject({ url, headers: { ...authHeaders(key), 'x-request-id': 'bad-url' } })
-    assertErrorBody(t, res, 400, 'validation_failed', true)
+    expectError(t, res, 400, 'validation_failed', { details: true })
     t.equal(res.headers['request-id'], 'bad-url')
     t.notMatch(res.body, 'aaaaaaaa', 'the path is not echoed')
   }

@@ -4,9 +4,10 @@ import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { printedKey, startServer } from './server-process.ts'
+import { printedKey, startServer } from '../server-process.ts'
+import { sleep } from '../helper.ts'
 
-const root = new URL('..', import.meta.url).pathname
+const root = new URL('../..', import.meta.url).pathname
 
 t.test('npm start on a fresh checkout: demo catalogue, a printed key, then SIGTERM finishes the request in flight and exits 0', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'sf-serve-'))
@@ -32,9 +33,9 @@ t.test('npm start on a fresh checkout: demo catalogue, a printed key, then SIGTE
   const closed = new Promise((resolve) => socket.once('close', resolve))
   socket.write(`POST /external/v1/orders HTTP/1.1\r\nHost: localhost\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`)
   socket.write(body.slice(0, 10))
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  await sleep(300)
   server.child.kill('SIGTERM')
-  await new Promise((resolve) => setTimeout(resolve, 500))
+  await sleep(500)
   socket.end(body.slice(10))
   await closed
 

@@ -8,9 +8,9 @@
 // generated requests per operation.
 import fc from 'fast-check'
 import t from 'tap'
-import { generateSecret } from '../lib/api-key-secret.ts'
-import { checkResponse, openApi, resolveRef, type JsonSchema, type Operation } from './contract.ts'
-import { buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+import { generateSecret } from '../../lib/api-key-secret.ts'
+import { checkResponse, openApi, resolveRef, type JsonSchema, type Operation } from '../contract.ts'
+import { buildTestApp, importProducts, makeKey, makeProduct } from '../helper.ts'
 
 const DEFAULT_SEED = 20261123
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : DEFAULT_SEED

@@ -4,10 +4,10 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { execute } from '../db/client.ts'
-import type { CatalogProduct } from '../schemas/catalog-file.ts'
-import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, usingPostgres } from './helper.ts'
+import type { App } from '../../../app.ts'
+import { execute } from '../../../db/client.ts'
+import type { CatalogProduct } from '../../../schemas/catalog-file.ts'
+import { buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, orderBody, postOrder, UNLIMITED, usingPostgres } from '../../helper.ts'
 
 const skip = usingPostgres ? false : 'needs TEST_DATABASE_URL: race tests prove nothing on PGlite, which is one connection'
 
@@ -15,24 +15,15 @@ interface Answer { statusCode: number, body: { id?: string, orderNumber?: string
 
 async function setup (): Promise<{ app: App, key: string }> {
   const { database } = await createTestDatabase(t, { poolSize: 40 })
-  const app = await buildTestApp(t, { database, env: { RATE_LIMIT_MAX: '1000000' } })
+  const app = await buildTestApp(t, { database, env: UNLIMITED })
   const { key } = await makeKey(app)
   return { app, key }
 }
 
 const ctx = usingPostgres ? await setup() : null
 
-function body (items: unknown[], extra: Record<string, unknown> = {}) {
-  return { customerName: 'Race Condition', customerPhone: '+12133734253', items, ...extra }
-}
-
 async function post (app: App, key: string, payload: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await app.inject({
-    method: 'POST',
-    url: '/external/v1/orders',
-    headers: { ...authHeaders(key), 'content-type': 'application/json', ...headers },
-    payload: JSON.stringify(payload)
-  })
+  const res = await postOrder(app, key, payload, headers)
   return { statusCode: res.statusCode, body: res.json(), replayed: res.headers['idempotent-replayed'] === 'true' }
 }
 
@@ -54,7 +45,7 @@ t.test('60 concurrent orders of 1 unit for a stock of 10: exactly 10 succeed', {
   const product = makeProduct({ name: 'Scarce Vase', price: 12.5, quantity: 10 })
   await importProducts(app, [product])
 
-  const answers = await all(60, () => post(app, key, body([{ productId: product.id, quantity: 1 }])))
+  const answers = await all(60, () => post(app, key, orderBody([{ productId: product.id, quantity: 1 }])))
   t.equal(count(answers, 201), 10, '10 created')
   t.equal(count(answers, 400, 'order_creation_failed'), 50, '50 order_creation_failed')
   t.same(answers.filter((a) => a.statusCode !== 201 && a.statusCode !== 400), [], 'nothing else (no 409, no 500)')
@@ -72,7 +63,7 @@ t.test('several units per order never oversell', { skip }, async (t) => {
   const product = makeProduct({ name: 'Scarce Bowl', price: 3, quantity: 10 })
   await importProducts(app, [product])
 
-  const answers = await all(20, () => post(app, key, body([{ productId: product.id, quantity: 3 }])))
+  const answers = await all(20, () => post(app, key, orderBody([{ productId: product.id, quantity: 3 }])))
   t.equal(count(answers, 201), 3, '3 × 3 fit in 10')
   t.equal(count(answers, 400, 'order_creation_failed'), 17)
   t.match(await one(app, sql`select quantity from products where id = ${product.id}`), { quantity: 1 })
@@ -96,7 +87,7 @@ t.test('a combination\'s stock under concurrency', { skip }, async (t) => {
   }
   await importProducts(app, [product])
 
-  const answers = await all(30, () => post(app, key, body([{ productId: product.id, combinationId: redCombo, quantity: 1 }])))
+  const answers = await all(30, () => post(app, key, orderBody([{ productId: product.id, combinationId: redCombo, quantity: 1 }])))
   t.equal(count(answers, 201), 5, '5 created')
   t.equal(count(answers, 400, 'order_creation_failed'), 25)
   t.match(await one(app, sql`select quantity from combinations where id = ${redCombo}`), { quantity: 0 })
@@ -110,7 +101,7 @@ t.test('lines in opposite orders do not deadlock', { skip }, async (t) => {
   const b = makeProduct({ name: 'Deadlock B', price: 1, quantity: 100 })
   await importProducts(app, [a, b])
 
-  const answers = await all(30, (i) => post(app, key, body(i % 2 === 0
+  const answers = await all(30, (i) => post(app, key, orderBody(i % 2 === 0
     ? [{ productId: a.id, quantity: 1 }, { productId: b.id, quantity: 1 }]
     : [{ productId: b.id, quantity: 1 }, { productId: a.id, quantity: 1 }])))
   t.equal(count(answers, 201), 30, 'every order created')
@@ -123,7 +114,7 @@ t.test('order numbers stay unique under concurrency', { skip }, async (t) => {
   const product = makeProduct({ name: 'Untracked Napkin', price: 0.5, quantity: null })
   await importProducts(app, [product])
 
-  const answers = await all(50, () => post(app, key, body([{ productId: product.id, quantity: 1 }])))
+  const answers = await all(50, () => post(app, key, orderBody([{ productId: product.id, quantity: 1 }])))
   t.equal(count(answers, 201), 50, 'all 50 created')
   const numbers = answers.map((a) => a.body.orderNumber!)
   for (const n of numbers) t.match(n, /^\d+$/)
@@ -135,7 +126,7 @@ t.test('20 concurrent requests with one Idempotency-Key and the same body create
   const { app, key } = ctx!
   const product = makeProduct({ name: 'Idempotent Plate', price: 9.99, quantity: 50 })
   await importProducts(app, [product])
-  const payload = body([{ productId: product.id, quantity: 2 }])
+  const payload = orderBody([{ productId: product.id, quantity: 2 }])
 
   const answers = await all(20, () => post(app, key, payload, { 'idempotency-key': 'race-1' }))
   t.same(answers.filter((a) => !(a.statusCode === 201 || (a.statusCode === 409 && a.body.error === 'idempotency_key_in_use'))), [],
@@ -158,7 +149,7 @@ t.test('one Idempotency-Key with different bodies at once: one order, the rest r
   const product = makeProduct({ name: 'Idempotent Cup', price: 1, quantity: 100 })
   await importProducts(app, [product])
 
-  const answers = await all(10, (i) => post(app, key, body([{ productId: product.id, quantity: i + 1 }]), { 'idempotency-key': 'race-2' }))
+  const answers = await all(10, (i) => post(app, key, orderBody([{ productId: product.id, quantity: i + 1 }]), { 'idempotency-key': 'race-2' }))
   const created = answers.filter((a) => a.statusCode === 201)
   t.same(answers.filter((a) => !(a.statusCode === 201 || (a.statusCode === 422 && a.body.error === 'idempotency_key_reused') ||
     (a.statusCode === 409 && a.body.error === 'idempotency_key_in_use'))), [], 'only 201, 409 in use or 422 reused')

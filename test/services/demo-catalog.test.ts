@@ -1,8 +1,8 @@
 import t from 'tap'
-import { checkCatalog } from '../lib/catalog-file.ts'
-import { demoCatalog } from '../services/demo-catalog.ts'
-import { sellPriceCents, toCents } from '../lib/money.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey } from './helper.ts'
+import { checkCatalog } from '../../lib/catalog-file.ts'
+import { demoCatalog } from '../../services/demo-catalog.ts'
+import { sellPriceCents, toCents } from '../../lib/money.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey } from '../helper.ts'
 
 const NOW = new Date('2026-03-15T10:30:00Z')
 

@@ -1,7 +1,7 @@
 import t from 'tap'
-import type { App } from '../app.ts'
-import type { CatalogProduct } from '../schemas/catalog-file.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+import type { App } from '../../app.ts'
+import type { CatalogProduct } from '../../schemas/catalog-file.ts'
+import { authHeaders, buildTestApp, expectError, importProducts, makeKey, makeProduct } from '../helper.ts'
 
 const uuid = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`
 const HOUR = 3_600_000
@@ -344,17 +344,13 @@ t.test('get a product', async (t) => {
   for (const bad of ['abc', '123', `${shirt.id}x`, `{${shirt.id}}`, '00000000-0000-4000-8000-00000000010g']) {
     t.test(`400 invalid_product_id for ${bad}`, async (t) => {
       const res = await get(`/external/v1/products/${encodeURIComponent(bad)}`)
-      t.equal(res.statusCode, 400)
-      t.same(Object.keys(res.json()).sort(), ['error', 'message', 'requestId'])
-      t.match(res.json(), { error: 'invalid_product_id', message: String, requestId: res.headers['request-id'] })
+      expectError(t, res, 400, 'invalid_product_id')
     })
   }
 
   t.test('404 product_not_found for an unknown GUID', async (t) => {
     const res = await get(`/external/v1/products/${uuid(0xdead)}`)
-    t.equal(res.statusCode, 404)
-    t.same(Object.keys(res.json()).sort(), ['error', 'message', 'requestId'])
-    t.match(res.json(), { error: 'product_not_found', message: String, requestId: String })
+    expectError(t, res, 404, 'product_not_found')
   })
 })
 

@@ -8,10 +8,10 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import t from 'tap'
 import { parse } from 'yaml'
-import { OPENAPI_FILE, generateOpenApiYaml, openApiYamlOf } from '../scripts/openapi-document.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+import { OPENAPI_FILE, generateOpenApiYaml, openApiYamlOf } from '../../scripts/openapi-document.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from '../helper.ts'
 
-const REDOCLY_CONFIG = fileURLToPath(new URL('../redocly.yaml', import.meta.url))
+const REDOCLY_CONFIG = fileURLToPath(new URL('../../redocly.yaml', import.meta.url))
 
 interface Operation {
   operationId?: string

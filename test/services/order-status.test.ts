@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { setOrderStatus } from '../services/order-status.ts'
-import { ORDER_STATUSES, type OrderStatus } from '../schemas/orders.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from './helper.ts'
+import type { App } from '../../app.ts'
+import { setOrderStatus } from '../../services/order-status.ts'
+import { ORDER_STATUSES, type OrderStatus } from '../../schemas/orders.ts'
+import { authHeaders, buildTestApp, created, importProducts, line, makeKey, makeProduct, orderBody, postOrder, UNLIMITED } from '../helper.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -26,20 +26,13 @@ const PATH: Record<OrderStatus, OrderStatus[]> = {
   cancelled: ['cancelled']
 }
 
-const app = await buildTestApp(t, { env: { RATE_LIMIT_MAX: '1000000' } })
+const app = await buildTestApp(t, { env: UNLIMITED })
 const { key } = await makeKey(app)
 const product = makeProduct({ name: 'Status Teacup', price: 3.5, quantity: null })
 await importProducts(app, [product])
 
 async function newOrder (t: T): Promise<Summary> {
-  const res = await app.inject({
-    method: 'POST',
-    url: '/external/v1/orders',
-    headers: { ...authHeaders(key), 'content-type': 'application/json' },
-    payload: JSON.stringify({ customerName: 'Ada Lovelace', customerPhone: '+12133734253', items: [{ productId: product.id, quantity: 1 }] })
-  })
-  t.equal(res.statusCode, 201, 'order created')
-  const order = res.json<Summary>()
+  const order = await created<Summary>(t, await postOrder(app, key, orderBody([line(product, 1)])))
   t.equal(order.status, 'pending')
   return order
 }

@@ -3,14 +3,13 @@
 // through Redis by several instances, and serving on when Redis is gone.
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import t from 'tap'
-import type { App } from '../app.ts'
-import { loadConfig } from '../config.ts'
-import { setApiKeyRateLimit } from '../db/api-keys.ts'
-import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct } from './helper.ts'
-import { startTcpProxy } from './tcp-proxy.ts'
+import type { App } from '../../app.ts'
+import { loadConfig } from '../../config.ts'
+import { setApiKeyRateLimit } from '../../db/api-keys.ts'
+import { authHeaders, buildTestApp, createTestDatabase, expectError, importProducts, makeKey, makeProduct, sleep, type Answer } from '../helper.ts'
+import { startTcpProxy } from '../tcp-proxy.ts'
 
 const { AUTH_FAILURE_LIMIT } = loadConfig({})
 
@@ -43,11 +42,8 @@ function checkHeaders (t: T, headers: Headers, expected: { policy: 'per-key' | '
   return { limit, remaining, reset }
 }
 
-function check429 (t: T, res: { statusCode: number, headers: Headers, json: () => unknown }, what: string) {
-  t.equal(res.statusCode, 429, `${what}: 429`)
-  const body = res.json() as Record<string, unknown>
-  t.same(Object.keys(body).sort(), ['error', 'message', 'requestId'], `${what}: the error body`)
-  t.match(body, { error: 'rate_limit_exceeded', message: /rate limit/i, requestId: res.headers['request-id'] }, `${what}: rate_limit_exceeded`)
+function check429 (t: T, res: Answer, what: string) {
+  expectError(t, res, 429, 'rate_limit_exceeded', { message: /rate limit/i, what })
   const retryAfter = Number(res.headers['retry-after'])
   t.ok(Number.isInteger(retryAfter) && retryAfter >= 0 && retryAfter <= WINDOW, `${what}: Retry-After ${String(res.headers['retry-after'])} in seconds`)
   t.equal(res.headers['ratelimit-remaining'], '0', `${what}: nothing remaining`)
@@ -271,6 +267,19 @@ async function waitReady (app: App, timeoutMs = 15_000) {
   }
 }
 
+/** Two instances whose Redis is reached through a proxy a test can cut or stall; a key limited to 100. */
+async function behindRedisProxy (t: T) {
+  const target = new URL(REDIS_URL!)
+  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) })
+  t.teardown(() => proxy.close())
+  const env = { REDIS_URL: proxy.urlFor(REDIS_URL!), RATE_LIMIT_MAX: '100' }
+  const [a, b] = [await listening(t, env), await listening(t, env)]
+  const { id, key } = await makeKey(a.app, ['products:list'])
+  const redis = redisClient(t)
+  t.teardown(() => redis.del(`storefront:rl:key:${id}`))
+  return { proxy, a, b, id, key, redis }
+}
+
 t.test('two instances sharing one Redis count one key together', needsRedis, async (t) => {
   const env = { REDIS_URL: REDIS_URL!, RATE_LIMIT_MAX: '6' }
   const [a, b] = [await listening(t, env), await listening(t, env)]
@@ -317,14 +326,7 @@ t.test('failed authentications from one address are counted across instances', n
 })
 
 t.test('Redis cut: the service keeps answering with per-instance counts, then shares counts again', needsRedis, async (t) => {
-  const target = new URL(REDIS_URL!)
-  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) })
-  t.teardown(() => proxy.close())
-  const env = { REDIS_URL: proxy.urlFor(REDIS_URL!), RATE_LIMIT_MAX: '100' }
-  const [a, b] = [await listening(t, env), await listening(t, env)]
-  const { id, key } = await makeKey(a.app, ['products:list'])
-  const redis = redisClient(t)
-  t.teardown(() => redis.del(`storefront:rl:key:${id}`))
+  const { proxy, a, b, id, key, redis } = await behindRedisProxy(t)
 
   t.same([(await timedGet(a, key)).remaining, (await timedGet(b, key)).remaining], [99, 98], 'shared before the cut')
 
@@ -376,14 +378,7 @@ t.test('Redis unreachable from the start: the instance still starts and serves',
 })
 
 t.test('Redis stalled (packets black-holed): every request still answers within about a second', needsRedis, async (t) => {
-  const target = new URL(REDIS_URL!)
-  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) })
-  t.teardown(() => proxy.close())
-  const env = { REDIS_URL: proxy.urlFor(REDIS_URL!), RATE_LIMIT_MAX: '100' }
-  const [a, b] = [await listening(t, env), await listening(t, env)]
-  const { id, key } = await makeKey(a.app, ['products:list'])
-  const redis = redisClient(t)
-  t.teardown(() => redis.del(`storefront:rl:key:${id}`))
+  const { proxy, a, b, key } = await behindRedisProxy(t)
   t.same([(await timedGet(a, key)).remaining, (await timedGet(b, key)).remaining], [99, 98], 'shared before the stall')
 
   proxy.stall()

@@ -2,24 +2,24 @@
 // instances migrate one fresh database at once, a no-op the second time, and what a server
 // started with MIGRATE_ON_START=true does on an empty database.
 import { execFile } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import postgres from 'postgres'
 import t from 'tap'
-import { startServer } from './server-process.ts'
+import { createEmptyDatabase } from '../helper.ts'
+import { startServer } from '../server-process.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
 const ADMIN_URL = process.env.TEST_DATABASE_URL
 const needsPostgres = ADMIN_URL ? {} : { skip: 'needs TEST_DATABASE_URL' }
-const root = new URL('..', import.meta.url).pathname
+const root = new URL('../..', import.meta.url).pathname
 const run = promisify(execFile)
 
 // Five processes start through tsx here, which takes a while on a busy machine.
 t.setTimeout(240_000)
 
-const journal = JSON.parse(readFileSync(new URL('../db/migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: Array<{ tag: string }> }
+const journal = JSON.parse(readFileSync(new URL('../../db/migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: Array<{ tag: string }> }
 const TABLES = [
   'api_keys', 'brands', 'categories', 'combination_options', 'combinations', 'discounts', 'idempotency_keys',
   'order_items', 'orders', 'product_categories', 'products', 'store_settings', 'variant_options', 'variants'
@@ -27,18 +27,10 @@ const TABLES = [
 
 /** A fresh, empty database, dropped at teardown; returns its URL and a client on it. */
 async function freshDatabase (t: T) {
-  const name = `sf_migrate_${Date.now()}_${randomBytes(4).toString('hex')}`
-  const admin = postgres(ADMIN_URL!, { max: 1, onnotice: () => {} })
-  await admin.unsafe(`create database "${name}"`)
-  const url = new URL(ADMIN_URL!)
-  url.pathname = `/${name}`
-  const sql = postgres(url.href, { max: 1, onnotice: () => {} })
-  t.teardown(async () => {
-    await sql.end({ timeout: 5 })
-    await admin.unsafe(`drop database if exists "${name}" with (force)`)
-    await admin.end()
-  })
-  return { url: url.href, sql }
+  const url = await createEmptyDatabase(t, 'sf_migrate', ADMIN_URL!)
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(() => sql.end({ timeout: 5 }))
+  return { url, sql }
 }
 
 async function migrate (url: string) {
