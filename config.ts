@@ -3,6 +3,10 @@
 import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
 
+/** Also what a database opened without configuration (a test, a script) gets. */
+export const DEFAULT_POOL_SIZE = 10
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
+
 export const ConfigSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({
     pattern: '^postgres(ql)?://',
@@ -30,8 +34,8 @@ export const ConfigSchema = Type.Object({
   CONNECTION_TIMEOUT_MS: Type.Integer({ default: 60000, minimum: 1000, description: 'Idle socket timeout' }),
   HANDLER_TIMEOUT_MS: Type.Integer({ default: 5000, minimum: 100, description: 'Deadline of a read request; past it 503 service_unavailable' }),
   ORDER_TIMEOUT_MS: Type.Integer({ default: 30000, minimum: 1000, description: 'Deadline of create-order (longer than its lock and statement timeouts)' }),
-  DB_POOL_SIZE: Type.Integer({ default: 10, minimum: 1, maximum: 1000, description: 'PostgreSQL connections per instance' }),
-  DB_STATEMENT_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 0, description: 'Longest a request\'s SQL statement may run (0: no limit)' }),
+  DB_POOL_SIZE: Type.Integer({ default: DEFAULT_POOL_SIZE, minimum: 1, maximum: 1000, description: 'PostgreSQL connections per instance' }),
+  DB_STATEMENT_TIMEOUT_MS: Type.Integer({ default: DEFAULT_STATEMENT_TIMEOUT_MS, minimum: 0, description: 'Longest a request\'s SQL statement may run (0: no limit)' }),
   IDEMPOTENCY_LOCK_TIMEOUT_MS: Type.Integer({ default: 5000, minimum: 100, description: 'How long a duplicate create-order waits for the first before 409 idempotency_key_in_use' }),
 
   // What each instance keeps in memory, and how fast it notices changes made elsewhere.
@@ -58,7 +62,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   // Blank values count as unset, so `PORT=` in an env file falls back to the default.
   const data = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''))
   try {
-    return envSchema<Config>({ schema: ConfigSchema, data, dotenv: false })
+    // env: false — only `env` is read (process.env by default), so a blank value in it stays unset.
+    return envSchema<Config>({ schema: ConfigSchema, data, env: false, dotenv: false })
   } catch (err) {
     const detail = (err as Error).message.replaceAll('env/', '')
     throw new ConfigError(`invalid configuration: ${detail}`)

@@ -112,7 +112,7 @@ export async function serve (config: Config): Promise<void> {
   const embedded = config.DATABASE_URL === undefined
   let database: Database
   try {
-    database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR })
+    database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DB_POOL_SIZE, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS })
   } catch (err) {
     throw new StartupError(describeDatabaseFailure(err, config))
   }

@@ -12,6 +12,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
+import { DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS } from '../config.ts'
 import * as schema from './schema.ts'
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -42,7 +43,7 @@ export interface OpenOptions {
 
 export async function openDatabase (options: OpenOptions): Promise<Database> {
   if (options.url) {
-    const max = options.poolSize ?? 10
+    const max = options.poolSize ?? DEFAULT_POOL_SIZE
     // Unique per process, so pg_stat_activity tells this instance's connections apart.
     const applicationName = `storefront-api/${hostname()}/${process.pid}`
     const client = postgres(options.url, {
@@ -57,7 +58,7 @@ export async function openDatabase (options: OpenOptions): Promise<Database> {
       fetch_types: false,
       onnotice: () => {},
       // Bounded so an unreachable or stuck database fails a request instead of hanging it.
-      connection: { application_name: applicationName, jit: 'off', statement_timeout: options.statementTimeoutMs ?? 10_000, idle_in_transaction_session_timeout: 30000 }
+      connection: { application_name: applicationName, jit: 'off', statement_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS, idle_in_transaction_session_timeout: 30000 }
     })
     const db = drizzlePostgres(preparedStatements(client), { schema }) as unknown as Db
     return {
