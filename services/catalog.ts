@@ -4,19 +4,12 @@
 import type { Database } from '../db/client.ts'
 import { findProduct, listGroupings, listProducts, touchDiscountBoundaries, type Grouping, type ProductFilters } from '../db/products.ts'
 import { PAGE_SIZE, isUuid } from '../schemas/common.ts'
-import type { CategoryPage, Product, ProductPage } from '../schemas/products.ts'
+import type { CategoryPage, ListProductsQuery, Product, ProductPage } from '../schemas/products.ts'
 import type { StoreState } from './store-state.ts'
 
 export interface CatalogReader { database: Database, storeState: StoreState }
 
-export interface ProductListQuery {
-  query?: string | undefined
-  isAvailable?: 'true' | 'false' | undefined
-  categoryIds?: string | undefined
-  brandIds?: string | undefined
-  barcode?: string | undefined
-  sku?: string | undefined
-}
+export type ProductListQuery = Omit<ListProductsQuery, 'page'>
 
 function guidList (value: string | undefined): string[] | undefined {
   const ids = value?.split(',').map((s) => s.trim().toLowerCase()).filter(isUuid)

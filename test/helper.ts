@@ -49,15 +49,15 @@ export async function createTestDatabase (t: TestContext, options: { poolSize?: 
     return { database }
   }
   const url = await createEmptyDatabase(t, 'sf_test', adminUrl)
-  const database = await openDatabase({ url, poolSize: options.poolSize ?? 10 })
+  const database = await openDatabase({ url, poolSize: options.poolSize })
   t.teardown(() => database.close())
   await migrateDatabase(database, url)
   return { database, url }
 }
 
 export interface TestAppOptions extends Partial<Omit<AppOptions, 'config' | 'database'>> {
-  /** Configuration as environment variables, over the test defaults. */
   database?: Database
+  /** Configuration as environment variables, over the test defaults. */
   env?: Record<string, string>
   /** false for a test that deliberately answers outside openapi.yaml; otherwise every inject is checked against it. */
   contract?: boolean
@@ -66,9 +66,9 @@ export interface TestAppOptions extends Partial<Omit<AppOptions, 'config' | 'dat
 /** The real app on a fresh database (or the one given), closed at teardown. */
 export async function buildTestApp (t: TestContext, options: TestAppOptions = {}): Promise<App> {
   const database = options.database ?? (await createTestDatabase(t)).database
-  const { contract = true, ...appOptions } = options
+  const { contract = true, env, database: _given, ...appOptions } = options
   const app = await buildApp({
-    config: loadConfig({ LOG_LEVEL: 'silent', ...options.env }),
+    config: loadConfig({ LOG_LEVEL: 'silent', ...env }),
     logger: false,
     ...appOptions,
     database
