@@ -1,7 +1,7 @@
 // The tables: the source of truth for migrations (`npm run db:generate`).
 import { sql } from 'drizzle-orm'
 import {
-  bigint, boolean, check, index, integer, jsonb, numeric, pgSequence, pgTable, primaryKey,
+  bigint, bigserial, boolean, check, index, integer, jsonb, numeric, pgSequence, pgTable, primaryKey,
   text, timestamp, uniqueIndex, uuid
 } from 'drizzle-orm/pg-core'
 import { ORDER_STATUSES } from '../schemas/orders.ts'
@@ -207,3 +207,32 @@ export const idempotencyKeys = pgTable('idempotency_keys', {
   primaryKey({ columns: [t.apiKeyId, t.key] }),
   index('idempotency_keys_expires_idx').on(t.expiresAt)
 ])
+
+// The log of changes integrators can follow (the changes feed, webhooks). A change writes its
+// event in its own transaction (`seq`, write order). Committed events are then published:
+// one publisher at a time gives them `position`, the feed's order, so positions follow the
+// order in which events became visible and a reader never sees one appear behind its cursor.
+export const changeEvents = pgTable('change_events', {
+  seq: bigserial('seq', { mode: 'number' }).primaryKey(),
+  // null until published; then 1, 2, 3, … without gaps.
+  position: bigint('position', { mode: 'number' }),
+  type: text('type').notNull(),
+  resourceId: uuid('resource_id').notNull(),
+  // The key that owns the order; null for catalogue events (every key may see those).
+  apiKeyId: uuid('api_key_id'),
+  data: jsonb('data').notNull().default({}),
+  occurredAt: timestamp('occurred_at', { withTimezone: true }).notNull().defaultNow(),
+  publishedAt: timestamp('published_at', { withTimezone: true })
+}, (t) => [
+  uniqueIndex('change_events_position_uq').on(t.position),
+  index('change_events_unpublished_idx').on(t.seq).where(sql`${t.position} is null`),
+  index('change_events_occurred_idx').on(t.occurredAt)
+])
+
+// One row: the secret that signs list cursors (made at migration, shared by every instance)
+// and how far the retention cleanup has deleted the feed (an older cursor has expired).
+export const changeFeed = pgTable('change_feed', {
+  id: integer('id').primaryKey(),
+  cursorSecret: text('cursor_secret').notNull(),
+  prunedThrough: bigint('pruned_through', { mode: 'number' }).notNull().default(0)
+}, (t) => [check('change_feed_one_row', sql`${t.id} = 1`)])
