@@ -1,33 +1,60 @@
-// Writes a checked catalogue file: upserts by id in one transaction, replacing each listed
-// product's categories, variants, combinations and discounts.
-import { inArray, sql } from 'drizzle-orm'
-import type { PgTable } from 'drizzle-orm/pg-core'
-import { CatalogError } from '../lib/catalog-file.ts'
+// Writes a catalogue in one transaction as it is read: each item is checked on its own
+// (lib/catalog-file.ts) and the valid ones are written in batches, so a file of any length
+// is imported in bounded memory. Products are upserted by id. A product whose content hash
+// is what the store already has is left alone; a new or changed one gets its categories,
+// variants, combinations and discounts (re)written, and its change event. With `replace`,
+// products the file does not list are deleted. A bad file changes nothing: the whole import
+// rolls back.
+import { sql } from 'drizzle-orm'
+import { CatalogChecker, catalogEntries, type CheckedItem } from '../lib/catalog-file.ts'
 import { jsonHash } from '../lib/json-hash.ts'
+import { JsonStreamError, type JsonStreamEntry } from '../lib/json-stream.ts'
 import { toCents, toDecimalText } from '../lib/money.ts'
-import type { CatalogFile, CatalogProduct } from '../schemas/catalog-file.ts'
-import type { Database, Tx } from './client.ts'
+import type { CatalogFile, CatalogGroup, CatalogProduct } from '../schemas/catalog-file.ts'
+import { execute, type Database, type Tx } from './client.ts'
 import { bumpCatalogVersion } from './settings.ts'
-import {
-  brands, categories, combinationOptions, combinations, discounts, productCategories, products, variantOptions, variants
-} from './schema.ts'
 
-// PostgreSQL takes at most 65,535 parameters a statement; no table here has more than 13 columns.
-const CHUNK = 2000
+/** Products written per batch: a few round trips each, a few megabytes of rows at most. */
+export const IMPORT_BATCH = 1000
 
-async function insertAll<T extends PgTable> (tx: Tx, table: T, rows: Array<T['$inferInsert']>, upsert?: { target: unknown, set: Record<string, unknown> }) {
-  for (let i = 0; i < rows.length; i += CHUNK) {
-    const insert = tx.insert(table).values(rows.slice(i, i + CHUNK) as never)
-    await (upsert ? insert.onConflictDoUpdate(upsert as never) : insert)
-  }
+// Any fixed number (other than the other advisory locks'): imports from every instance and
+// every `storefront` process take it, so two imports never interleave their writes (nor
+// deadlock on each other's rows).
+const IMPORT_LOCK = 7_246_003
+
+// Products per statement when deleting those a replacing file leaves out.
+const REMOVE_CHUNK = 5000
+
+export interface ImportOptions {
+  /** Delete the products the file does not list: the catalogue becomes exactly the file. */
+  replace?: boolean
+  /** Called after each batch is written, with the products read so far. */
+  onProgress?: (products: number) => void
+  /** Products per batch (IMPORT_BATCH). */
+  batchSize?: number
 }
 
-// Any fixed number: imports from every instance and every `storefront` process take it, so
-// two imports never interleave their deletes and inserts (nor deadlock on each other's rows).
-const IMPORT_LOCK = 7_246_002
+export interface ImportSummary {
+  /** Items in the file. */
+  categories: number
+  brands: number
+  products: number
+  /** What happened to the products: new, changed, left as they were, deleted (with `replace`). */
+  created: number
+  updated: number
+  unchanged: number
+  removed: number
+}
+
+/** A catalogue in memory, or the entries of one being read (lib/catalog-file.ts `readCatalog`). */
+export type CatalogSource = CatalogFile | Iterable<JsonStreamEntry> | AsyncIterable<JsonStreamEntry>
 
 const decimal = (amount: number) => toDecimalText(toCents(amount))
-const excluded = (column: string) => sql.raw(`excluded.${column}`)
+const instant = (value: string | null | undefined) => (value ? new Date(value).toISOString() : null)
+/** A uuid[] parameter as one text value: ids passed the checks, so they hold no quote or comma. */
+const uuids = (ids: Iterable<string>) => sql`${`{${[...ids].join(',')}}`}::uuid[]`
+/** Rows as one jsonb parameter, for `jsonb_to_recordset`: one round trip whatever the batch. */
+const recordset = (rows: object[]) => sql`jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)`
 
 function searchText (p: CatalogProduct): string {
   return [p.name, p.sku, p.barcode, ...(p.combinations ?? []).flatMap((c) => [c.sku, c.barcode])]
@@ -42,29 +69,136 @@ function orderable (p: CatalogProduct): boolean {
   return p.isAvailable && (p.combinations?.length ? p.combinations.some(inStock) : inStock(p))
 }
 
-function discountRow (owner: { productId: string } | { combinationId: string }, d: NonNullable<CatalogProduct['discount']>) {
-  return { ...owner, type: d.type, value: decimal(d.value), startsAt: d.startsAt ? new Date(d.startsAt) : null, endsAt: d.endsAt ? new Date(d.endsAt) : null }
+function discountRow (owner: { product_id: string } | { combination_id: string }, d: NonNullable<CatalogProduct['discount']>) {
+  return { ...owner, type: d.type, value: decimal(d.value), starts_at: instant(d.startsAt), ends_at: instant(d.endsAt) }
 }
 
-export interface ImportSummary { categories: number, brands: number, products: number }
+function isEntries (source: CatalogSource): source is Iterable<JsonStreamEntry> | AsyncIterable<JsonStreamEntry> {
+  return Symbol.asyncIterator in source || Symbol.iterator in source
+}
 
-export async function importCatalog (database: Database, catalog: CatalogFile): Promise<ImportSummary> {
-  const list = catalog.products ?? []
-  const productIds = list.map((p) => p.id)
-  await database.db.transaction(async (tx) => {
+export async function importCatalog (database: Database, source: CatalogSource, options: ImportOptions = {}): Promise<ImportSummary> {
+  const checker = new CatalogChecker()
+  const entries = isEntries(source) ? source : catalogEntries(source)
+  const counts = await database.db.transaction(async (tx) => {
     await tx.execute(sql.raw(`select pg_advisory_xact_lock(${IMPORT_LOCK})`))
-    if (catalog.categories?.length) {
-      await insertAll(tx, categories, catalog.categories.map(({ id, name }) => ({ id, name })), { target: categories.id, set: { name: excluded('name') } })
+    // The file is read while the transaction is open: a slow stdin is not an idle session.
+    if (database.kind === 'postgres') await tx.execute(sql`set local idle_in_transaction_session_timeout = 0`)
+    const writer = new CatalogWriter(tx, checker, new Date(), options)
+    try {
+      for await (const entry of entries) {
+        const item = checker.check(entry)
+        // After the first problem nothing more is written (it would be rolled back), but
+        // the rest of the file is still checked, so one run lists every problem.
+        if (item && checker.ok) await writer.add(item)
+      }
+    } catch (err) {
+      if (!(err instanceof JsonStreamError)) throw err
+      checker.unreadable(err)
     }
-    if (catalog.brands?.length) {
-      await insertAll(tx, brands, catalog.brands.map(({ id, name }) => ({ id, name })), { target: brands.id, set: { name: excluded('name') } })
-    }
-    await checkReferences(tx, catalog)
+    if (checker.ok) await writer.finish()
+    if (!checker.ok) throw checker.error()
+    return writer.counts
+  })
+  // Every committed import, even one that changed no product: category and brand names may have.
+  await bumpCatalogVersion(database.db)
+  if (counts.created + counts.updated + counts.removed > 0) {
+    // Fresh statistics for the planner at once: PGlite never runs autovacuum, and PostgreSQL's
+    // may come minutes later, while a new catalogue without them plans list queries badly.
+    await database.db.execute(sql`analyze products, product_categories, variants, variant_options, combinations, combination_options, discounts`)
+  }
+  return { ...checker.counts, ...counts }
+}
 
-    const now = new Date()
-    await insertAll(tx, products, list.map((p) => ({
-      available: orderable(p),
-      contentHash: jsonHash(p),
+interface PendingReference {
+  path: string
+  /** Where it is in the file: the product's index, then the category's (a brand comes after them). */
+  place: [number, number]
+  productId: string
+  id: string
+}
+
+/** Batches of checked items on their way to the database, and what must wait for the end of the file. */
+class CatalogWriter {
+  readonly counts = { created: 0, updated: 0, unchanged: 0, removed: 0 }
+  private categories: CatalogGroup[] = []
+  private brands: CatalogGroup[] = []
+  private products: Array<{ index: number, product: CatalogProduct }> = []
+  /** Lower-cased ids of categories and brands found in the store (the file's own are the checker's). */
+  private readonly stored = { category: new Set<string>(), brand: new Set<string>() }
+  /** References to categories and brands neither in the store nor (yet) in the file: the file may define them further on. */
+  private readonly pendingCategories: PendingReference[] = []
+  private readonly pendingBrands: PendingReference[] = []
+  /** Variants, options and combinations a product of the file took from another product: `owner` must be in the file too. */
+  private readonly taken: Array<{ path: string, owner: string }> = []
+  private readonly batchSize: number
+
+  constructor (private readonly tx: Tx, private readonly checker: CatalogChecker, private readonly now: Date, private readonly options: ImportOptions) {
+    this.batchSize = options.batchSize ?? IMPORT_BATCH
+  }
+
+  async add (checked: CheckedItem): Promise<void> {
+    if (checked.section === 'products') {
+      this.products.push({ index: checked.index, product: checked.item })
+      if (this.products.length >= this.batchSize) await this.writeProducts()
+    } else {
+      const list = this[checked.section]
+      list.push(checked.item)
+      if (list.length >= this.batchSize) await this.writeGroups(checked.section)
+    }
+  }
+
+  /** Writes what is left, then does what needed the whole file. Problems go to the checker. */
+  async finish (): Promise<void> {
+    await this.writeProducts()
+    await this.resolveReferences()
+    if (!this.checker.ok) return
+    for (const { path, owner } of this.taken) {
+      // Taking from a product the file also lists (its own children are rewritten) is a move;
+      // from one it does not, it is theft, unless that product is being removed.
+      if (!this.checker.defines('product', owner) && !this.options.replace) this.checker.fail(`${path}: belongs to another product`)
+    }
+    if (!this.checker.ok) return
+    if (this.options.replace) await this.removeUnlisted()
+  }
+
+  /** Whether a category or brand exists by now: in the store, or earlier in the file. */
+  private known (kind: 'category' | 'brand', id: string): boolean {
+    return this.stored[kind].has(id.toLowerCase()) || this.checker.defines(kind, id)
+  }
+
+  private async writeGroups (table: 'categories' | 'brands'): Promise<void> {
+    const rows = this[table].map(({ id, name }) => ({ id, name }))
+    this[table] = []
+    if (rows.length === 0) return
+    await this.tx.execute(sql`insert into ${sql.raw(table)} as g (id, name)
+      select id, name from ${recordset(rows)} as x(id uuid, name text)
+      on conflict (id) do update set name = excluded.name where g.name is distinct from excluded.name`)
+  }
+
+  /** Lower-cased ids of `ids` that are rows of `table`. */
+  private async existing (table: 'categories' | 'brands', ids: Set<string>): Promise<string[]> {
+    if (ids.size === 0) return []
+    const rows = await execute<{ id: string }>(this.tx, sql`select id::text as id from ${sql.raw(table)} where id = any(${uuids(ids)})`)
+    return rows.map((r) => r.id)
+  }
+
+  private async writeProducts (): Promise<void> {
+    // Categories and brands first, so the products can name them.
+    await this.writeGroups('categories')
+    await this.writeGroups('brands')
+    const batch = this.products
+    this.products = []
+    if (batch.length === 0) return
+    const unknown = { category: new Set<string>(), brand: new Set<string>() }
+    for (const { product: p } of batch) {
+      for (const id of p.categoryIds ?? []) if (!this.known('category', id)) unknown.category.add(id.toLowerCase())
+      if (p.brandId && !this.known('brand', p.brandId)) unknown.brand.add(p.brandId.toLowerCase())
+    }
+    for (const id of await this.existing('categories', unknown.category)) this.stored.category.add(id)
+    for (const id of await this.existing('brands', unknown.brand)) this.stored.brand.add(id)
+
+    const rows = batch.map(({ product: p }) => ({
       id: p.id,
       name: p.name,
       sku: p.sku ?? null,
@@ -72,103 +206,199 @@ export async function importCatalog (database: Database, catalog: CatalogFile): 
       // With combinations, stock lives on them.
       quantity: p.combinations?.length ? null : (p.quantity ?? null),
       price: decimal(p.price),
-      isAvailable: p.isAvailable,
-      imageUrl: p.imageUrl ?? null,
-      brandId: p.brandId ?? null,
-      searchText: searchText(p),
-      updatedAt: now
-    })), {
-      target: products.id,
-      set: {
-        ...Object.fromEntries(['name', 'sku', 'barcode', 'quantity', 'price', 'is_available', 'image_url', 'brand_id', 'search_text', 'available', 'content_hash']
-          .map((c) => [c.replace(/_(\w)/g, (_, l: string) => l.toUpperCase()), excluded(c)])),
-        // A product imported as it already was keeps its updatedAt: nothing integrators see changed.
-        updatedAt: sql`case when ${products.contentHash} is distinct from excluded.content_hash then excluded.updated_at else ${products.updatedAt} end`
-      }
-    })
-
-    for (let i = 0; i < productIds.length; i += CHUNK) {
-      const ids = productIds.slice(i, i + CHUNK)
-      await tx.delete(productCategories).where(inArray(productCategories.productId, ids))
-      await tx.delete(discounts).where(inArray(discounts.productId, ids))
-      await tx.delete(combinations).where(inArray(combinations.productId, ids))
-      await tx.delete(variants).where(inArray(variants.productId, ids))
-    }
-    await checkChildIds(tx, list)
-
-    await insertAll(tx, productCategories, list.flatMap((p) =>
-      [...new Set((p.categoryIds ?? []).map((id) => id.toLowerCase()))].map((categoryId) => ({ productId: p.id, categoryId }))))
-    await insertAll(tx, variants, list.flatMap((p) => (p.variants ?? []).map((v, position) => ({ id: v.id, productId: p.id, name: v.name, position }))))
-    await insertAll(tx, variantOptions, list.flatMap((p) => (p.variants ?? []).flatMap((v) =>
-      v.options.map((o, position) => ({ id: o.id, variantId: v.id, name: o.name, position })))))
-    await insertAll(tx, combinations, list.flatMap((p) => (p.combinations ?? []).map((c, position) => ({
-      id: c.id,
-      productId: p.id,
-      sku: c.sku ?? null,
-      barcode: c.barcode ?? null,
-      quantity: c.quantity ?? null,
-      price: decimal(c.price),
-      isAvailable: c.isAvailable,
-      imageUrl: c.imageUrl ?? null,
-      position
-    }))))
-    await insertAll(tx, combinationOptions, list.flatMap((p) => {
-      // Options are kept in the order of the product's variants.
-      const variantOf = new Map((p.variants ?? []).flatMap((v, vi) => v.options.map((o) => [o.id.toLowerCase(), vi] as const)))
-      return (p.combinations ?? []).flatMap((c) => c.optionIds.map((optionId) => ({
-        combinationId: c.id, optionId, position: variantOf.get(optionId.toLowerCase())!
-      })))
+      is_available: p.isAvailable,
+      image_url: p.imageUrl ?? null,
+      // A brand the file defines further on is set at the end.
+      brand_id: p.brandId && this.known('brand', p.brandId) ? p.brandId : null,
+      search_text: searchText(p),
+      available: orderable(p),
+      content_hash: jsonHash(p)
     }))
-    await insertAll(tx, discounts, list.flatMap((p) => [
-      ...(p.discount ? [discountRow({ productId: p.id }, p.discount)] : []),
-      ...(p.combinations ?? []).flatMap((c) => (c.discount ? [discountRow({ combinationId: c.id }, c.discount)] : []))
-    ]))
-  })
-  await bumpCatalogVersion(database.db)
-  // Fresh statistics for the planner at once: PGlite never runs autovacuum, and PostgreSQL's
-  // may come minutes later, while a new catalogue without them plans list queries badly.
-  await database.db.execute(sql`analyze products, product_categories, variants, variant_options, combinations, combination_options, discounts`)
-  return { categories: catalog.categories?.length ?? 0, brands: catalog.brands?.length ?? 0, products: list.length }
-}
+    // Rows the import leaves as they are (same content hash) are not written at all, so
+    // their updated_at stays; `before` is the statement's snapshot, so it tells new from changed.
+    const written = await execute<{ id: string, created: boolean }>(this.tx, sql`
+      with input as (
+        select * from ${recordset(rows)} as x(id uuid, name text, sku text, barcode text, quantity integer, price numeric,
+          is_available boolean, image_url text, brand_id uuid, search_text text, available boolean, content_hash text)
+      ), before as (
+        select p.id from products p join input on input.id = p.id
+      ), written as (
+        insert into products as p (id, name, sku, barcode, quantity, price, is_available, image_url, brand_id, search_text, available, content_hash, updated_at)
+        select id, name, sku, barcode, quantity, price, is_available, image_url, brand_id, search_text, available, content_hash,
+          ${this.now.toISOString()}::timestamptz from input
+        on conflict (id) do update set name = excluded.name, sku = excluded.sku, barcode = excluded.barcode,
+          quantity = excluded.quantity, price = excluded.price, is_available = excluded.is_available,
+          image_url = excluded.image_url, brand_id = excluded.brand_id, search_text = excluded.search_text,
+          available = excluded.available, content_hash = excluded.content_hash, updated_at = excluded.updated_at
+        where p.content_hash is distinct from excluded.content_hash
+        returning p.id
+      ), changes as (
+        select written.id, before.id is null as created from written left join before on before.id = written.id
+      ), events as (
+        insert into change_events (type, resource_id)
+        select case when created then 'product.created' else 'product.updated' end, id from changes
+      )
+      select id::text as id, created from changes`)
 
-async function existingIds (tx: Tx, table: typeof categories | typeof brands | typeof variants | typeof variantOptions | typeof combinations, ids: string[]): Promise<Set<string>> {
-  const found = new Set<string>()
-  for (let i = 0; i < ids.length; i += CHUNK) {
-    const rows = await tx.select({ id: table.id }).from(table).where(inArray(table.id, ids.slice(i, i + CHUNK)))
-    for (const row of rows) found.add(row.id.toLowerCase())
+    const created = new Set(written.filter((r) => r.created).map((r) => r.id))
+    const updated = written.filter((r) => !r.created).map((r) => r.id)
+    this.counts.created += created.size
+    this.counts.updated += updated.length
+    this.counts.unchanged += batch.length - written.length
+    if (written.length > 0) {
+      const isWritten = new Set(written.map((r) => r.id))
+      await this.replaceChildren(batch.filter(({ product }) => isWritten.has(product.id.toLowerCase())), updated)
+    }
+    this.options.onProgress?.(this.checker.counts.products)
   }
-  return found
-}
 
-// Categories and brands a product names must exist, in the file or already in the store.
-async function checkReferences (tx: Tx, catalog: CatalogFile) {
-  const list = catalog.products ?? []
-  const problems: string[] = []
-  const known = await existingIds(tx, categories, [...new Set(list.flatMap((p) => p.categoryIds ?? []))])
-  const knownBrands = await existingIds(tx, brands, [...new Set(list.flatMap((p) => (p.brandId ? [p.brandId] : [])))])
-  list.forEach((p, i) => {
-    p.categoryIds?.forEach((id, ci) => { if (!known.has(id.toLowerCase())) problems.push(`products[${i}].categoryIds[${ci}]: no category has id ${id}`) })
-    if (p.brandId && !knownBrands.has(p.brandId.toLowerCase())) problems.push(`products[${i}].brandId: no brand has id ${p.brandId}`)
-  })
-  if (problems.length > 0) throw new CatalogError(problems)
-}
+  private async replaceChildren (batch: Array<{ index: number, product: CatalogProduct }>, updated: string[]): Promise<void> {
+    if (updated.length > 0) {
+      // Their old children go; the combinations' discounts and options, and the variants'
+      // options, follow by ON DELETE CASCADE.
+      await this.tx.execute(sql`
+        with a as (delete from product_categories where product_id = any(${uuids(updated)})),
+        b as (delete from discounts where product_id = any(${uuids(updated)})),
+        c as (delete from combinations where product_id = any(${uuids(updated)}))
+        delete from variants where product_id = any(${uuids(updated)})`)
+    }
 
-// After the listed products' children are gone, any variant, option or combination id still
-// in the store belongs to another product: the file may not take it over.
-async function checkChildIds (tx: Tx, list: CatalogProduct[]) {
-  const problems: string[] = []
-  const taken = [
-    await existingIds(tx, variants, list.flatMap((p) => (p.variants ?? []).map((v) => v.id))),
-    await existingIds(tx, variantOptions, list.flatMap((p) => (p.variants ?? []).flatMap((v) => v.options.map((o) => o.id)))),
-    await existingIds(tx, combinations, list.flatMap((p) => (p.combinations ?? []).map((c) => c.id)))
-  ]
-  const isTaken = (id: string) => taken.some((set) => set.has(id.toLowerCase()))
-  list.forEach((p, i) => {
-    p.variants?.forEach((v, vi) => {
-      if (isTaken(v.id)) problems.push(`products[${i}].variants[${vi}].id: belongs to another product`)
-      v.options.forEach((o, oi) => { if (isTaken(o.id)) problems.push(`products[${i}].variants[${vi}].options[${oi}].id: belongs to another product`) })
-    })
-    p.combinations?.forEach((c, ci) => { if (isTaken(c.id)) problems.push(`products[${i}].combinations[${ci}].id: belongs to another product`) })
-  })
-  if (problems.length > 0) throw new CatalogError(problems)
+    const links: Array<{ product_id: string, category_id: string }> = []
+    const variants: Array<{ id: string, product_id: string, name: string, position: number }> = []
+    const options: Array<{ id: string, variant_id: string, name: string, position: number }> = []
+    const combinations: object[] = []
+    const combinationOptions: Array<{ combination_id: string, option_id: string, position: number }> = []
+    const discounts: object[] = []
+    /** `kind:id` of each child → its path in the file, for the ids another product holds. */
+    const paths = new Map<string, string>()
+
+    for (const { index, product: p } of batch) {
+      const at = `products[${index}]`
+      p.categoryIds?.forEach((categoryId, ci) => {
+        if (this.known('category', categoryId)) links.push({ product_id: p.id, category_id: categoryId })
+        else this.pendingCategories.push({ path: `${at}.categoryIds[${ci}]`, place: [index, ci], productId: p.id, id: categoryId })
+      })
+      if (p.brandId && !this.known('brand', p.brandId)) {
+        this.pendingBrands.push({ path: `${at}.brandId`, place: [index, Infinity], productId: p.id, id: p.brandId })
+      }
+      if (p.discount) discounts.push(discountRow({ product_id: p.id }, p.discount))
+      // Options are kept in the order of the product's variants.
+      const variantOf = new Map<string, number>()
+      p.variants?.forEach((v, position) => {
+        variants.push({ id: v.id, product_id: p.id, name: v.name, position })
+        paths.set(`variant:${v.id.toLowerCase()}`, `${at}.variants[${position}].id`)
+        v.options.forEach((o, oi) => {
+          options.push({ id: o.id, variant_id: v.id, name: o.name, position: oi })
+          variantOf.set(o.id.toLowerCase(), position)
+          paths.set(`option:${o.id.toLowerCase()}`, `${at}.variants[${position}].options[${oi}].id`)
+        })
+      })
+      p.combinations?.forEach((c, position) => {
+        combinations.push({
+          id: c.id,
+          product_id: p.id,
+          sku: c.sku ?? null,
+          barcode: c.barcode ?? null,
+          quantity: c.quantity ?? null,
+          price: decimal(c.price),
+          is_available: c.isAvailable,
+          image_url: c.imageUrl ?? null,
+          position
+        })
+        paths.set(`combination:${c.id.toLowerCase()}`, `${at}.combinations[${position}].id`)
+        for (const optionId of c.optionIds) combinationOptions.push({ combination_id: c.id, option_id: optionId, position: variantOf.get(optionId.toLowerCase())! })
+        if (c.discount) discounts.push(discountRow({ combination_id: c.id }, c.discount))
+      })
+    }
+
+    if (paths.size > 0) await this.takeOver(paths)
+    await this.tx.execute(sql`
+      with pc as (
+        insert into product_categories (product_id, category_id)
+        select product_id, category_id from ${recordset(links)} as x(product_id uuid, category_id uuid)
+      ), v as (
+        insert into variants (id, product_id, name, position)
+        select id, product_id, name, position from ${recordset(variants)} as x(id uuid, product_id uuid, name text, position integer)
+      ), vo as (
+        insert into variant_options (id, variant_id, name, position)
+        select id, variant_id, name, position from ${recordset(options)} as x(id uuid, variant_id uuid, name text, position integer)
+      ), c as (
+        insert into combinations (id, product_id, sku, barcode, quantity, price, is_available, image_url, position)
+        select id, product_id, sku, barcode, quantity, price, is_available, image_url, position
+        from ${recordset(combinations)} as x(id uuid, product_id uuid, sku text, barcode text, quantity integer, price numeric,
+          is_available boolean, image_url text, position integer)
+      ), co as (
+        insert into combination_options (combination_id, option_id, position)
+        select combination_id, option_id, position from ${recordset(combinationOptions)} as x(combination_id uuid, option_id uuid, position integer)
+      )
+      insert into discounts (product_id, combination_id, type, value, starts_at, ends_at)
+      select product_id, combination_id, type, value, starts_at, ends_at
+      from ${recordset(discounts)} as x(product_id uuid, combination_id uuid, type text, value numeric, starts_at timestamptz, ends_at timestamptz)`)
+  }
+
+  /**
+   * The batch's own children are gone by now: any variant, option or combination still
+   * stored under one of their ids belongs to another product. It is deleted so the batch
+   * can have it, and its owner noted: `finish` accepts that only when the file lists the
+   * owner too (or removes it).
+   */
+  private async takeOver (paths: Map<string, string>): Promise<void> {
+    const ids = { variant: [] as string[], option: [] as string[], combination: [] as string[] }
+    for (const key of paths.keys()) {
+      const [kind, id] = key.split(':') as [keyof typeof ids, string]
+      ids[kind].push(id)
+    }
+    const held = await execute<{ kind: keyof typeof ids, id: string, owner: string }>(this.tx, sql`
+      select 'variant' as kind, v.id::text as id, v.product_id::text as owner from variants v where v.id = any(${uuids(ids.variant)})
+      union all
+      select 'option', o.id::text, v.product_id::text from variant_options o join variants v on v.id = o.variant_id where o.id = any(${uuids(ids.option)})
+      union all
+      select 'combination', c.id::text, c.product_id::text from combinations c where c.id = any(${uuids(ids.combination)})`)
+    if (held.length === 0) return
+    for (const { kind, id, owner } of held) this.taken.push({ path: paths.get(`${kind}:${id}`)!, owner })
+    const of = (kind: keyof typeof ids) => uuids(held.filter((h) => h.kind === kind).map((h) => h.id))
+    await this.tx.execute(sql`
+      with c as (delete from combinations where id = any(${of('combination')})),
+      o as (delete from variant_options where id = any(${of('option')}))
+      delete from variants where id = any(${of('variant')})`)
+  }
+
+  /** Categories and brands named before the file defined them: linked now, or reported. */
+  private async resolveReferences (): Promise<void> {
+    const defined = (kind: 'category' | 'brand') => (ref: PendingReference) => this.checker.defines(kind, ref.id)
+    const problems = [
+      ...this.pendingCategories.filter((ref) => !defined('category')(ref)).map((ref) => ({ ref, what: 'category' })),
+      ...this.pendingBrands.filter((ref) => !defined('brand')(ref)).map((ref) => ({ ref, what: 'brand' }))
+    ]
+    if (problems.length > 0) {
+      // In the order of the file.
+      problems.sort((a, b) => a.ref.place[0] - b.ref.place[0] || a.ref.place[1] - b.ref.place[1])
+      this.checker.fail(...problems.map(({ ref, what }) => `${ref.path}: no ${what} has id ${ref.id}`))
+      return
+    }
+    if (this.pendingCategories.length > 0) {
+      await this.tx.execute(sql`insert into product_categories (product_id, category_id)
+        select product_id, category_id from ${recordset(this.pendingCategories.map((r) => ({ product_id: r.productId, category_id: r.id })))}
+        as x(product_id uuid, category_id uuid)`)
+    }
+    if (this.pendingBrands.length > 0) {
+      await this.tx.execute(sql`update products p set brand_id = x.brand_id
+        from ${recordset(this.pendingBrands.map((r) => ({ id: r.productId, brand_id: r.id })))} as x(id uuid, brand_id uuid)
+        where p.id = x.id`)
+    }
+  }
+
+  private async removeUnlisted (): Promise<void> {
+    const stored = await execute<{ id: string }>(this.tx, sql`select id::text as id from products`)
+    const unlisted = stored.map((r) => r.id).filter((id) => !this.checker.defines('product', id))
+    for (let i = 0; i < unlisted.length; i += REMOVE_CHUNK) {
+      // Their categories, variants, combinations and discounts go by ON DELETE CASCADE; order
+      // items keep the product's id and name (no foreign key to the catalogue).
+      const [row] = await execute<{ removed: number }>(this.tx, sql`
+        with gone as (delete from products where id = any(${uuids(unlisted.slice(i, i + REMOVE_CHUNK))}) returning id),
+        events as (insert into change_events (type, resource_id) select 'product.deleted', id from gone)
+        select count(*)::int as removed from gone`)
+      this.counts.removed += row!.removed
+    }
+  }
 }

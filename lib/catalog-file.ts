@@ -1,109 +1,251 @@
-// Checks a catalogue file against the import format and its own consistency, naming the
-// JSON path of every problem (`products[3].price: must be a number`).
-import { CatalogFile } from '../schemas/catalog-file.ts'
+// Checks a catalogue file against the import format and its own consistency one item at a
+// time, so a file of any length is checked as it is read, naming the JSON path of every
+// problem (`products[3].price: must be a number`).
+import { CATALOG_SECTIONS, CatalogGroup, CatalogProduct, type CatalogFile, type CatalogSection } from '../schemas/catalog-file.ts'
+import { readJsonObject, type JsonStreamEntry, type JsonStreamError } from './json-stream.ts'
 import { isAmount } from './money.ts'
 import { bodyAjv, unstorableStrings, validationDetails } from './validation.ts'
 
+/** Problems a message lists; the rest are counted. */
 const MAX_PROBLEMS = 20
+/** Problems kept in memory, whatever a file holds. */
+const KEPT_PROBLEMS = 10_000
 
 /** A catalogue file that cannot be imported; `problems` are `path: what is wrong` lines. */
 export class CatalogError extends Error {
   readonly problems: string[]
 
-  constructor (problems: string[]) {
+  /** `total`: how many problems there were, when only the first ones were kept. */
+  constructor (problems: string[], total = problems.length) {
     const shown = problems.slice(0, MAX_PROBLEMS)
-    const more = problems.length - shown.length
+    const more = total - shown.length
     super(`the catalogue file is invalid:\n  ${shown.join('\n  ')}${more > 0 ? `\n  … and ${more} more` : ''}`)
     this.name = 'CatalogError'
     this.problems = problems
   }
 }
 
-const validateShape = bodyAjv.compile<CatalogFile>(CatalogFile)
+const validateGroup = bodyAjv.compile<CatalogGroup>(CatalogGroup)
+const validateProduct = bodyAjv.compile<CatalogProduct>(CatalogProduct)
 
-type CatalogDiscount = NonNullable<NonNullable<CatalogFile['products']>[number]['discount']>
+type CatalogDiscount = NonNullable<CatalogProduct['discount']>
 
-/** The file's content when it is a valid catalogue; otherwise a CatalogError listing the problems. */
-export function checkCatalog (data: unknown): CatalogFile {
-  if (!validateShape(data)) throw new CatalogError(validationDetails(validateShape.errors!).map((d) => `${d.path}: ${d.message}`))
-  const problems: string[] = []
-  for (const [path, problem] of unstorableStrings(data)) problems.push(`${path}: ${problem}`)
+/** An item of the file that passed its checks, with its place in the file. */
+export type CheckedItem =
+  | { section: 'categories' | 'brands', index: number, item: CatalogGroup }
+  | { section: 'products', index: number, item: CatalogProduct }
 
-  // Ids are compared case-insensitively, as PostgreSQL's uuid type does.
-  const seen = new Map<string, string>()
-  const unique = (id: string, path: string) => {
+// Every id of a file is remembered with where it first appeared, packed in one number (kind,
+// product index, variant or combination index, option index) rather than as a path string:
+// a 100,000-product file holds about half a million ids.
+const KINDS = ['category', 'brand', 'product', 'variant', 'option', 'combination'] as const
+type IdKind = typeof KINDS[number]
+// Bounds of the packed indexes: LIMITS allows 2,000 combinations, 10 variants, 100 options.
+const SUB = 2048
+const OPTION = 128
+
+function pack (kind: IdKind, item: number, sub = 0, option = 0): number {
+  return ((item * SUB + sub) * OPTION + option) * KINDS.length + KINDS.indexOf(kind)
+}
+
+function unpack (packed: number): { kind: IdKind, path: string } {
+  const kind = KINDS[packed % KINDS.length]!
+  let rest = Math.floor(packed / KINDS.length)
+  const option = rest % OPTION
+  rest = Math.floor(rest / OPTION)
+  const sub = rest % SUB
+  const item = Math.floor(rest / SUB)
+  const path = kind === 'category'
+    ? `categories[${item}].id`
+    : kind === 'brand'
+      ? `brands[${item}].id`
+      : kind === 'product'
+        ? `products[${item}].id`
+        : kind === 'variant'
+          ? `products[${item}].variants[${sub}].id`
+          : kind === 'option' ? `products[${item}].variants[${sub}].options[${option}].id` : `products[${item}].combinations[${sub}].id`
+  return { kind, path }
+}
+
+const SECTIONS: ReadonlySet<string> = new Set(CATALOG_SECTIONS)
+const isSection = (key: string): key is CatalogSection => SECTIONS.has(key)
+
+/**
+ * Checks the entries of one file in order (`check`), remembering what the later ones need:
+ * every id and where it first appeared, so a duplicate names both places. Problems are
+ * collected, not thrown: `ok` says whether there was any, `error()` lists them.
+ */
+export class CatalogChecker {
+  /** Lower-cased id (ids are compared case-insensitively, as PostgreSQL's uuid type does) → packed first place. */
+  private readonly ids = new Map<string, number>()
+  private readonly sections = new Set<CatalogSection>()
+  private readonly kept: string[] = []
+  private total = 0
+  /** Items read from each section, valid or not. */
+  readonly counts = { categories: 0, brands: 0, products: 0 }
+
+  get ok (): boolean {
+    return this.total === 0
+  }
+
+  fail (...problems: string[]): void {
+    for (const problem of problems) {
+      this.total++
+      if (this.kept.length < KEPT_PROBLEMS) this.kept.push(problem)
+    }
+  }
+
+  error (): CatalogError {
+    return new CatalogError(this.kept, this.total)
+  }
+
+  /** Records why the bytes could not be read as a catalogue file. */
+  unreadable (err: JsonStreamError): void {
+    this.fail(err.kind === 'root' ? '(root): must be an object' : `(root): not valid JSON: ${err.message}`)
+  }
+
+  /** Whether the file (so far) defines a category, brand or product with this id. */
+  defines (kind: 'category' | 'brand' | 'product', id: string): boolean {
+    const packed = this.ids.get(id.toLowerCase())
+    return packed !== undefined && KINDS[packed % KINDS.length] === kind
+  }
+
+  /** The item when it is valid; otherwise null, its problems recorded. Unknown fields of the root are ignored. */
+  check (entry: JsonStreamEntry): CheckedItem | null {
+    const { key, index, value } = entry
+    if (!isSection(key)) return null
+    if (index === null || index === 0) {
+      if (this.sections.has(key)) this.fail(`${key}: appears twice in the file`)
+      this.sections.add(key)
+    }
+    if (index === null) {
+      if (value !== undefined) this.fail(`${key}: must be an array`)
+      return null
+    }
+    this.counts[key]++
+    if (key === 'products') {
+      const item = this.product(value, index)
+      return item ? { section: key, index, item } : null
+    }
+    const item = this.group(key, value, index)
+    return item ? { section: key, index, item } : null
+  }
+
+  private unique (id: string, packed: number): void {
     const key = id.toLowerCase()
-    const first = seen.get(key)
-    if (first !== undefined) problems.push(`${path}: id ${id} is already used at ${first}`)
-    else seen.set(key, path)
-  }
-  const named = (name: string, path: string) => {
-    if (name.trim() === '') problems.push(`${path}: must not be blank`)
-  }
-  const amount = (value: number, path: string) => {
-    if (!isAmount(value)) problems.push(`${path}: must have at most two decimals`)
-  }
-  const discount = (d: CatalogDiscount, path: string) => {
-    amount(d.value, `${path}.value`)
-    if (d.type === 'percentage' && d.value > 100) problems.push(`${path}.value: a percentage must be at most 100`)
-    if (d.startsAt && d.endsAt && new Date(d.startsAt) >= new Date(d.endsAt)) problems.push(`${path}.endsAt: must be after startsAt`)
+    const first = this.ids.get(key)
+    if (first !== undefined) this.fail(`${unpack(packed).path}: id ${id} is already used at ${unpack(first).path}`)
+    else this.ids.set(key, packed)
   }
 
-  data.categories?.forEach((c, i) => {
-    unique(c.id, `categories[${i}].id`)
-    named(c.name, `categories[${i}].name`)
-  })
-  data.brands?.forEach((b, i) => {
-    unique(b.id, `brands[${i}].id`)
-    named(b.name, `brands[${i}].name`)
-  })
-  data.products?.forEach((p, i) => {
+  private named (name: string, path: string): void {
+    if (name.trim() === '') this.fail(`${path}: must not be blank`)
+  }
+
+  private amount (value: number, path: string): void {
+    if (!isAmount(value)) this.fail(`${path}: must have at most two decimals`)
+  }
+
+  private discount (d: CatalogDiscount, path: string): void {
+    this.amount(d.value, `${path}.value`)
+    if (d.type === 'percentage' && d.value > 100) this.fail(`${path}.value: a percentage must be at most 100`)
+    if (d.startsAt && d.endsAt && new Date(d.startsAt) >= new Date(d.endsAt)) this.fail(`${path}.endsAt: must be after startsAt`)
+  }
+
+  /** Checks the shape, then strings the database cannot store; false (problems recorded) when either fails. */
+  private shaped<T> (validate: typeof validateGroup | typeof validateProduct, value: unknown, at: string): value is T {
+    if (!validate(value)) {
+      this.fail(...validationDetails(validate.errors!, at).map((d) => `${d.path}: ${d.message}`))
+      return false
+    }
+    const before = this.total
+    for (const [path, problem] of unstorableStrings(value, at)) this.fail(`${path}: ${problem}`)
+    return this.total === before
+  }
+
+  private group (section: 'categories' | 'brands', value: unknown, i: number): CatalogGroup | null {
+    const at = `${section}[${i}]`
+    const before = this.total
+    if (!this.shaped<CatalogGroup>(validateGroup, value, at)) return null
+    this.unique(value.id, pack(section === 'categories' ? 'category' : 'brand', i))
+    this.named(value.name, `${at}.name`)
+    return this.total === before ? value : null
+  }
+
+  private product (value: unknown, i: number): CatalogProduct | null {
     const at = `products[${i}]`
-    unique(p.id, `${at}.id`)
-    named(p.name, `${at}.name`)
-    amount(p.price, `${at}.price`)
-    if (p.discount) discount(p.discount, `${at}.discount`)
+    const before = this.total
+    if (!this.shaped<CatalogProduct>(validateProduct, value, at)) return null
+    const p = value
+    this.unique(p.id, pack('product', i))
+    this.named(p.name, `${at}.name`)
+    this.amount(p.price, `${at}.price`)
+    if (p.discount) this.discount(p.discount, `${at}.discount`)
     const categoryIds = new Set<string>()
     p.categoryIds?.forEach((id, ci) => {
-      if (categoryIds.has(id.toLowerCase())) problems.push(`${at}.categoryIds[${ci}]: category ${id} is listed twice`)
+      if (categoryIds.has(id.toLowerCase())) this.fail(`${at}.categoryIds[${ci}]: category ${id} is listed twice`)
       categoryIds.add(id.toLowerCase())
     })
 
     const optionVariant = new Map<string, number>()
     p.variants?.forEach((v, vi) => {
-      unique(v.id, `${at}.variants[${vi}].id`)
-      named(v.name, `${at}.variants[${vi}].name`)
+      this.unique(v.id, pack('variant', i, vi))
+      this.named(v.name, `${at}.variants[${vi}].name`)
       v.options.forEach((o, oi) => {
-        unique(o.id, `${at}.variants[${vi}].options[${oi}].id`)
-        named(o.name, `${at}.variants[${vi}].options[${oi}].name`)
+        this.unique(o.id, pack('option', i, vi, oi))
+        this.named(o.name, `${at}.variants[${vi}].options[${oi}].name`)
         optionVariant.set(o.id.toLowerCase(), vi)
       })
     })
     const variantCount = p.variants?.length ?? 0
     if ((p.combinations?.length ?? 0) > 0 && variantCount === 0) {
-      problems.push(`${at}.combinations: a product with combinations must have variants`)
-      return
+      this.fail(`${at}.combinations: a product with combinations must have variants`)
+      return null
     }
     const signatures = new Map<string, number>()
     p.combinations?.forEach((c, ci) => {
       const cat = `${at}.combinations[${ci}]`
-      unique(c.id, `${cat}.id`)
-      amount(c.price, `${cat}.price`)
-      if (c.discount) discount(c.discount, `${cat}.discount`)
+      this.unique(c.id, pack('combination', i, ci))
+      this.amount(c.price, `${cat}.price`)
+      if (c.discount) this.discount(c.discount, `${cat}.discount`)
       const variantsCovered = c.optionIds.map((o) => optionVariant.get(o.toLowerCase()))
       const stranger = variantsCovered.findIndex((v) => v === undefined)
       if (stranger !== -1) {
-        problems.push(`${cat}.optionIds[${stranger}]: option ${c.optionIds[stranger]!} is not an option of this product's variants`)
+        this.fail(`${cat}.optionIds[${stranger}]: option ${c.optionIds[stranger]!} is not an option of this product's variants`)
       } else if (new Set(variantsCovered).size !== c.optionIds.length || c.optionIds.length !== variantCount) {
-        problems.push(`${cat}.optionIds: must hold exactly one option of each of the product's ${variantCount} variants`)
+        this.fail(`${cat}.optionIds: must hold exactly one option of each of the product's ${variantCount} variants`)
       } else {
         const signature = c.optionIds.map((o) => o.toLowerCase()).sort().join(',')
         const first = signatures.get(signature)
-        if (first !== undefined) problems.push(`${cat}.optionIds: the same options as ${at}.combinations[${first}]`)
+        if (first !== undefined) this.fail(`${cat}.optionIds: the same options as ${at}.combinations[${first}]`)
         else signatures.set(signature, ci)
       }
     })
-  })
-  if (problems.length > 0) throw new CatalogError(problems)
-  return data
+    return this.total === before ? p : null
+  }
+}
+
+/** The entries of a catalogue already in memory, in the order a file would give them. */
+export function * catalogEntries (data: unknown): Generator<JsonStreamEntry> {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) throw new CatalogError(['(root): must be an object'])
+  for (const [key, value] of Object.entries(data)) {
+    if (Array.isArray(value) && isSection(key)) {
+      for (let index = 0; index < value.length; index++) yield { key, index, value: value[index] }
+    } else {
+      yield { key, index: null, value }
+    }
+  }
+}
+
+/** The entries of a catalogue file read from a stream of bytes, one list item at a time. */
+export function readCatalog (chunks: AsyncIterable<Uint8Array | string>): AsyncGenerator<JsonStreamEntry> {
+  return readJsonObject(chunks, SECTIONS)
+}
+
+/** The file's content when it is a valid catalogue; otherwise a CatalogError listing the problems. */
+export function checkCatalog (data: unknown): CatalogFile {
+  const checker = new CatalogChecker()
+  for (const entry of catalogEntries(data)) checker.check(entry)
+  if (!checker.ok) throw checker.error()
+  return data as CatalogFile
 }

@@ -16,6 +16,10 @@ const Discount = Type.Object({
 
 const Named = (maxLength: number) => Type.Object({ id: Id, name: Type.String({ minLength: 1, maxLength }) })
 
+/** A category or a brand. */
+export const CatalogGroup = Named(LIMITS.groupName)
+export type CatalogGroup = Static<typeof CatalogGroup>
+
 const Combination = Type.Object({
   id: Id,
   optionIds: Type.Array(Id, { maxItems: LIMITS.variants }),
@@ -28,7 +32,8 @@ const Combination = Type.Object({
   imageUrl: Type.Optional(Nullable(Type.String({ maxLength: LIMITS.url })))
 })
 
-const Product = Type.Object({
+/** One product of the file, with its variants and combinations. */
+export const CatalogProduct = Type.Object({
   id: Id,
   name: Type.String({ minLength: 1, maxLength: LIMITS.name }),
   sku: Type.Optional(Nullable(Type.String({ maxLength: LIMITS.code }))),
@@ -48,10 +53,15 @@ const Product = Type.Object({
   combinations: Type.Optional(Type.Array(Combination, { maxItems: LIMITS.combinations }))
 })
 
+export type CatalogProduct = Static<typeof CatalogProduct>
+
 export const CatalogFile = Type.Object({
-  categories: Type.Optional(Type.Array(Named(LIMITS.groupName))),
-  brands: Type.Optional(Type.Array(Named(LIMITS.groupName))),
-  products: Type.Optional(Type.Array(Product))
+  categories: Type.Optional(Type.Array(CatalogGroup)),
+  brands: Type.Optional(Type.Array(CatalogGroup)),
+  products: Type.Optional(Type.Array(CatalogProduct))
 })
 export type CatalogFile = Static<typeof CatalogFile>
-export type CatalogProduct = NonNullable<CatalogFile['products']>[number]
+
+/** The parts of a file that hold lists, each read one item at a time. */
+export const CATALOG_SECTIONS = ['categories', 'brands', 'products'] as const
+export type CatalogSection = typeof CATALOG_SECTIONS[number]

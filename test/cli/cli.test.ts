@@ -219,7 +219,7 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
 
   await t.test('catalog demo, maintenance, settings and order status', async (t) => {
     t.strictSame(json(t, await run(['settings', 'list', '--json']), 'settings list, nothing set'), { deliveryFee: 0, defaultCountry: null, maintenance: false })
-    t.strictSame(json(t, await run(['catalog', 'demo', '--json']), 'catalog demo'), { categories: 5, brands: 3, products: 37 })
+    t.strictSame(json(t, await run(['catalog', 'demo', '--json']), 'catalog demo'), { categories: 5, brands: 3, products: 37, created: 37, updated: 0, unchanged: 0, removed: 0 })
     t.strictSame(json(t, await run(['maintenance', 'on', '--json']), 'maintenance on'), { maintenance: true })
     t.strictSame(json(t, await run(['settings', 'set', 'deliveryFee', '4.99', '--json']), 'deliveryFee'), { deliveryFee: 4.99 })
     const country = await run(['settings', 'set', 'defaultCountry', 'US'])
@@ -381,7 +381,7 @@ t.test('the storefront command', async (t) => {
       const pglite = await embedded(t)
       const created = json(t, await storefront(pglite, ['keys', 'create', '--name', 'local', '--scopes', 'products:list', '--json']), 'keys create')
       t.match(created, { key: /^sk_/ })
-      t.strictSame(json(t, await storefront(pglite, ['catalog', 'demo', '--json']), 'catalog demo'), { categories: 5, brands: 3, products: 37 })
+      t.strictSame(json(t, await storefront(pglite, ['catalog', 'demo', '--json']), 'catalog demo'), { categories: 5, brands: 3, products: 37, created: 37, updated: 0, unchanged: 0, removed: 0 })
       t.match(json(t, await storefront(pglite, ['keys', 'list', '--json']), 'keys list'), [{ id: created.id, state: 'active' }])
     })
   }

@@ -176,7 +176,7 @@ const discountActive = (startsAt: string | null, endsAt: string | null, now = Da
   (startsAt === null || Date.parse(startsAt) <= now) && (endsAt === null || now < Date.parse(endsAt))
 
 t.test('the example file imports and the API shows the documented shapes', async (t) => {
-  t.strictSame(await importProducts(app, EXAMPLE), { categories: 2, brands: 1, products: 3 })
+  t.strictSame(await importProducts(app, EXAMPLE), { categories: 2, brands: 1, products: 3, created: 3, updated: 0, unchanged: 0, removed: 0 })
 
   t.strictSame(await getProduct(ETHIOPIA), {
     id: ETHIOPIA,
@@ -297,7 +297,7 @@ t.test('re-import upserts by id: changes are reflected, children replaced, nothi
     { id: 'bb000000-0000-4000-8000-000000000001', optionIds: [OPTION.black, OPTION.m], quantity: 2, price: 21, isAvailable: true },
     { id: 'bb000000-0000-4000-8000-000000000005', optionIds: [red, OPTION.l], quantity: 7, price: 23.5, discount: { type: 'percentage', value: 10, startsAt: null, endsAt: null }, isAvailable: true }
   ]
-  t.strictSame(await importProducts(app, file), { categories: 2, brands: 1, products: 3 })
+  t.strictSame(await importProducts(app, file), { categories: 2, brands: 1, products: 3, created: 0, updated: 3, unchanged: 0, removed: 0 })
 
   t.equal(await countProducts(app.database.db), productsBefore, 'no product added')
   t.equal(await count('categories'), 2)
@@ -435,7 +435,7 @@ t.test('many problems are listed up to a limit', async (t) => {
 t.test('unknown fields are ignored', async (t) => {
   const product = { ...makeProduct({ price: 3.1 }), colour: 'teal', variants: [] }
   const file = { categories: [{ id: crypto.randomUUID(), name: 'Extra', position: 3 }], products: [product], version: 2 }
-  t.strictSame(await importProducts(app, file as CatalogFile), { categories: 1, brands: 0, products: 1 })
+  t.strictSame(await importProducts(app, file as CatalogFile), { categories: 1, brands: 0, products: 1, created: 1, updated: 0, unchanged: 0, removed: 0 })
   t.equal((await getProduct(product.id)).price, 3.1)
 })
 
@@ -456,7 +456,7 @@ t.test('a large file imports in chunks', async (t) => {
         : { discount: { type: 'percentage' as const, value: 10 } })
     })
   })
-  t.strictSame(await importProducts(app, many), { categories: 0, brands: 0, products: 3000 })
+  t.strictSame(await importProducts(app, many), { categories: 0, brands: 0, products: 3000, created: 3000, updated: 0, unchanged: 0, removed: 0 })
   t.equal(await countProducts(app.database.db), before + 3000)
   t.equal(await count('combinations', 'sku is null and product_id in (select id from products where name like \'Bulk %\')'), 2000)
   t.match(await getProduct(many[2999]!.id), { name: 'Bulk 2999', price: 5.99, sellPrice: 5.39 })

@@ -18,7 +18,7 @@ t.test('the example passes the catalogue checks', async (t) => {
 
 t.test('the example imports and reads back through the API', async (t) => {
   const app = await buildTestApp(t)
-  t.same(await importProducts(app, checkCatalog(structuredClone(file))), { categories: 3, brands: 2, products: 4 })
+  t.same(await importProducts(app, checkCatalog(structuredClone(file))), { categories: 3, brands: 2, products: 4, created: 4, updated: 0, unchanged: 0, removed: 0 })
   const { key } = await makeKey(app, ['products:list', 'products:find'])
   const list = await app.inject({ url: '/external/v1/products', headers: authHeaders(key) })
   t.equal(list.json<{ total: number }>().total, 4)
