@@ -2,16 +2,17 @@
 // settings and order commands. Every subcommand with --json prints one JSON document on
 // stdout and nothing else there; problems go to stderr.
 import { readFileSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { open } from 'node:fs/promises'
 import { Command, CommanderError } from 'commander'
 import { isSupportedCountry } from 'libphonenumber-js'
-import { ConfigError, loadConfig, type Config } from './config.ts'
+import { ConfigError, loadConfig, OPERATOR_PGLITE_BUFFERS_MB, type Config } from './config.ts'
 import { createApiKey, listApiKeys, setApiKeyRateLimit, setApiKeyStatus } from './db/api-keys.ts'
-import { importCatalog } from './db/catalog.ts'
+import { IMPORT_BATCH, importCatalog, type ImportSummary } from './db/catalog.ts'
 import { migrateDatabase, openDatabase, type Database } from './db/client.ts'
 import { readSettings, writeSetting } from './db/settings.ts'
 import { isScope, SCOPES, type Scope } from './lib/api-key-secret.ts'
-import { CatalogError, checkCatalog } from './lib/catalog-file.ts'
+import { CatalogChecker, CatalogError, readCatalog } from './lib/catalog-file.ts'
+import { JsonStreamError, type JsonStreamEntry } from './lib/json-stream.ts'
 import { demoCatalog } from './services/demo-catalog.ts'
 import { setOrderStatus } from './services/order-status.ts'
 import { toCents, toDecimalText } from './lib/money.ts'
@@ -32,7 +33,7 @@ function print (out: Output, document: unknown, text: string): void {
 
 async function withDatabase<T> (config: Config, run: (database: Database) => Promise<T>): Promise<T> {
   // Operator work (a large import) may take longer than a request may.
-  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 2, statementTimeoutMs: 0 })
+  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 2, statementTimeoutMs: 0, pgliteBuffersMb: OPERATOR_PGLITE_BUFFERS_MB })
   try {
     // The embedded database is migrated by whoever opens it first; PostgreSQL by `storefront migrate`.
     if (database.kind === 'pglite') await migrateDatabase(database)
@@ -42,25 +43,78 @@ async function withDatabase<T> (config: Config, run: (database: Database) => Pro
   }
 }
 
-async function readCatalogSource (source: string): Promise<unknown> {
-  let text: string
+/** The bytes of a catalogue file, or of stdin for `-`; a file that cannot be read is the operator's to fix. */
+async function * catalogBytes (source: string): AsyncGenerator<Buffer> {
   if (source === '-') {
-    const chunks: Buffer[] = []
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
-    text = Buffer.concat(chunks).toString('utf8')
-  } else {
-    try {
-      text = await readFile(source, 'utf8')
-    } catch (err) {
-      throw new UsageError(`cannot read ${source}: ${(err as Error).message}`)
-    }
+    for await (const chunk of process.stdin) yield chunk as Buffer
+    return
+  }
+  let handle
+  try {
+    handle = await open(source, 'r')
+    if ((await handle.stat()).isDirectory()) throw new Error('it is a directory')
+  } catch (err) {
+    await handle?.close()
+    throw new UsageError(`cannot read ${source}: ${(err as Error).message}`)
   }
   try {
-    // A byte-order mark is what some editors put first; it is not part of the JSON.
-    return JSON.parse(text.replace(/^\uFEFF/, ''))
+    for await (const chunk of handle.createReadStream({ highWaterMark: 1 << 20 })) yield chunk as Buffer
   } catch (err) {
-    throw new CatalogError([`(root): not valid JSON: ${(err as Error).message}`])
+    throw new UsageError(`cannot read ${source}: ${(err as Error).message}`)
+  } finally {
+    await handle.close()
   }
+}
+
+/**
+ * The entries of a catalogue file, read as a stream. A file of up to one batch is read and
+ * checked whole first, so a small bad file is refused before the database is opened (the
+ * embedded one may be in use by a server); a larger one is checked as it is imported, and a
+ * problem anywhere rolls the whole import back.
+ */
+async function readCatalogSource (source: string): Promise<AsyncIterable<JsonStreamEntry>> {
+  const entries = readCatalog(catalogBytes(source))
+  const head: JsonStreamEntry[] = []
+  const checker = new CatalogChecker()
+  try {
+    while (head.length < IMPORT_BATCH) {
+      const next = await entries.next()
+      if (next.done) {
+        for (const entry of head) checker.check(entry)
+        if (!checker.ok) throw checker.error()
+        return (async function * () { yield * head })()
+      }
+      head.push(next.value)
+    }
+  } catch (err) {
+    if (!(err instanceof JsonStreamError)) throw err
+    checker.unreadable(err)
+    throw checker.error()
+  }
+  return (async function * () {
+    yield * head
+    yield * entries
+  })()
+}
+
+/** `12,345 products read, 4,100 a second` on one line of a terminal, rewritten as it goes. */
+function progressLine (): { update: (products: number) => void, clear: () => void } {
+  const started = performance.now()
+  const format = new Intl.NumberFormat('en')
+  let shown = false
+  return {
+    update: (products) => {
+      const seconds = (performance.now() - started) / 1000
+      process.stderr.write(`\r\x1b[Kimporting: ${format.format(products)} products read, ${format.format(Math.round(products / Math.max(seconds, 0.001)))} a second`)
+      shown = true
+    },
+    clear: () => { if (shown) process.stderr.write('\r\x1b[K') }
+  }
+}
+
+function summaryLine (s: ImportSummary): string {
+  return `imported ${s.products} products: ${s.created} created, ${s.updated} updated, ${s.unchanged} unchanged, ${s.removed} removed ` +
+    `(${s.categories} categories, ${s.brands} brands)`
 }
 
 function parseScopes (value: string | undefined): Scope[] {
@@ -197,12 +251,28 @@ Configuration comes from the environment (DATABASE_URL, DATA_DIR, …); see the 
   const catalogImport = catalog.command('import')
     .description('upsert the catalogue from a JSON file by id, in one transaction; a bad file changes nothing')
     .argument('<FILE>', 'the catalogue file, or - for stdin')
+    .option('--replace', 'also delete the products the file does not list: the catalogue becomes exactly the file')
     .option(...JSON_OPTION)
-    .action(async (source: string, options: Output) => {
-      // Checked before the database is opened: a bad file touches nothing.
-      const file = checkCatalog(await readCatalogSource(source))
-      const summary = await withDatabase(config(), (database) => importCatalog(database, file))
-      print(options, summary, `imported ${summary.products} products, ${summary.categories} categories, ${summary.brands} brands`)
+    .addHelpText('after', `
+The file is read as a stream and written in batches inside one transaction: any size, in
+bounded memory. A product imported as it already is stays untouched (its updatedAt too).
+While stderr is a terminal a progress line shows the products read and the rate. At the
+end one line says how many products were created, updated, unchanged and removed; with
+--json, the same as { categories, brands, products, created, updated, unchanged, removed }.
+Products removed by --replace take their variants, combinations and discounts with them;
+orders keep their items. The file's format is in the README (examples/catalog.json).`)
+    .action(async (source: string, options: Output & { replace?: boolean }) => {
+      const entries = await readCatalogSource(source)
+      const progress = process.stderr.isTTY ? progressLine() : undefined
+      try {
+        const summary = await withDatabase(config(), (database) =>
+          importCatalog(database, entries, { replace: options.replace === true, onProgress: progress?.update }))
+        progress?.clear()
+        print(options, summary, summaryLine(summary))
+      } catch (err) {
+        progress?.clear()
+        throw err
+      }
     })
   missingArguments.set(catalogImport, 'catalog import needs a FILE, or - for stdin')
   catalog.command('demo')
@@ -210,7 +280,7 @@ Configuration comes from the environment (DATABASE_URL, DATA_DIR, …); see the 
     .option(...JSON_OPTION)
     .action(async (options: Output) => {
       const summary = await withDatabase(config(), (database) => importCatalog(database, demoCatalog()))
-      print(options, summary, `loaded the demo catalogue: ${summary.products} products, ${summary.categories} categories, ${summary.brands} brands`)
+      print(options, summary, `loaded the demo catalogue: ${summaryLine(summary).replace(/^imported /, '')}`)
     })
 
   const keys = program.command('keys').description('API keys: create, list, revoke, deactivate, activate, set-rate-limit')

@@ -96,7 +96,13 @@ export async function importCatalog (database: Database, source: CatalogSource, 
       if (!(err instanceof JsonStreamError)) throw err
       checker.unreadable(err)
     }
-    if (checker.ok) await writer.finish()
+    if (checker.ok) {
+      await writer.finish()
+    } else {
+      // The file's problems are what the operator needs; a write that failed meanwhile
+      // (its batch was valid) is rolled back with the rest.
+      await writer.settled()
+    }
     if (!checker.ok) throw checker.error()
     return writer.counts
   })
@@ -124,8 +130,10 @@ class CatalogWriter {
   private categories: CatalogGroup[] = []
   private brands: CatalogGroup[] = []
   private products: Array<{ index: number, product: CatalogProduct }> = []
-  /** Lower-cased ids of categories and brands found in the store (the file's own are the checker's). */
+  /** Lower-cased ids of the categories and brands in the store: found there, or written by this import. */
   private readonly stored = { category: new Set<string>(), brand: new Set<string>() }
+  /** The write under way, if any: the next batch is read and checked meanwhile (see `enqueue`). */
+  private writing: Promise<void> = Promise.resolve()
   /** References to categories and brands neither in the store nor (yet) in the file: the file may define them further on. */
   private readonly pendingCategories: PendingReference[] = []
   private readonly pendingBrands: PendingReference[] = []
@@ -140,16 +148,35 @@ class CatalogWriter {
   async add (checked: CheckedItem): Promise<void> {
     if (checked.section === 'products') {
       this.products.push({ index: checked.index, product: checked.item })
-      if (this.products.length >= this.batchSize) await this.writeProducts()
+      if (this.products.length >= this.batchSize) await this.enqueue(() => this.writeProducts())
     } else {
       const list = this[checked.section]
       list.push(checked.item)
-      if (list.length >= this.batchSize) await this.writeGroups(checked.section)
+      if (list.length >= this.batchSize) await this.enqueue(() => this.writeGroups(checked.section))
     }
+  }
+
+  /**
+   * Starts a write once the previous one is done, without waiting for it: while PostgreSQL
+   * writes a batch, this process reads and checks the next. One write at a time and one
+   * batch filling: memory stays bounded. A failed write fails the next `enqueue` or `finish`.
+   */
+  private async enqueue (write: () => Promise<void>): Promise<void> {
+    await this.writing
+    const running = write()
+    // Awaited later; until then its failure must not count as unhandled.
+    running.catch(() => {})
+    this.writing = running
+  }
+
+  /** Resolves once no write is under way, whether it succeeded or not. */
+  async settled (): Promise<void> {
+    await this.writing.catch(() => {})
   }
 
   /** Writes what is left, then does what needed the whole file. Problems go to the checker. */
   async finish (): Promise<void> {
+    await this.writing
     await this.writeProducts()
     await this.resolveReferences()
     if (!this.checker.ok) return
@@ -162,15 +189,17 @@ class CatalogWriter {
     if (this.options.replace) await this.removeUnlisted()
   }
 
-  /** Whether a category or brand exists by now: in the store, or earlier in the file. */
+  /** Whether a category or brand exists by now: in the store before, or written by this import. */
   private known (kind: 'category' | 'brand', id: string): boolean {
-    return this.stored[kind].has(id.toLowerCase()) || this.checker.defines(kind, id)
+    return this.stored[kind].has(id.toLowerCase())
   }
 
   private async writeGroups (table: 'categories' | 'brands'): Promise<void> {
     const rows = this[table].map(({ id, name }) => ({ id, name }))
     this[table] = []
     if (rows.length === 0) return
+    const stored = this.stored[table === 'categories' ? 'category' : 'brand']
+    for (const { id } of rows) stored.add(id.toLowerCase())
     await this.tx.execute(sql`insert into ${sql.raw(table)} as g (id, name)
       select id, name from ${recordset(rows)} as x(id uuid, name text)
       on conflict (id) do update set name = excluded.name where g.name is distinct from excluded.name`)
@@ -184,11 +213,11 @@ class CatalogWriter {
   }
 
   private async writeProducts (): Promise<void> {
-    // Categories and brands first, so the products can name them.
-    await this.writeGroups('categories')
-    await this.writeGroups('brands')
     const batch = this.products
     this.products = []
+    // Categories and brands read so far first, so the products can name them.
+    await this.writeGroups('categories')
+    await this.writeGroups('brands')
     if (batch.length === 0) return
     const unknown = { category: new Set<string>(), brand: new Set<string>() }
     for (const { product: p } of batch) {
@@ -365,10 +394,9 @@ class CatalogWriter {
 
   /** Categories and brands named before the file defined them: linked now, or reported. */
   private async resolveReferences (): Promise<void> {
-    const defined = (kind: 'category' | 'brand') => (ref: PendingReference) => this.checker.defines(kind, ref.id)
     const problems = [
-      ...this.pendingCategories.filter((ref) => !defined('category')(ref)).map((ref) => ({ ref, what: 'category' })),
-      ...this.pendingBrands.filter((ref) => !defined('brand')(ref)).map((ref) => ({ ref, what: 'brand' }))
+      ...this.pendingCategories.filter((ref) => !this.known('category', ref.id)).map((ref) => ({ ref, what: 'category' })),
+      ...this.pendingBrands.filter((ref) => !this.known('brand', ref.id)).map((ref) => ({ ref, what: 'brand' }))
     ]
     if (problems.length > 0) {
       // In the order of the file.

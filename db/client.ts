@@ -39,6 +39,8 @@ export interface OpenOptions {
   poolSize?: number
   /** Longest a statement may run (ms); the server's default keeps a stuck query from hanging a request. */
   statementTimeoutMs?: number
+  /** PGlite's buffer cache (PostgreSQL's shared_buffers), MB; it is resident from the start. Default 128. */
+  pgliteBuffersMb?: number
 }
 
 export async function openDatabase (options: OpenOptions): Promise<Database> {
@@ -76,7 +78,8 @@ export async function openDatabase (options: OpenOptions): Promise<Database> {
   }
   const releaseLock = options.dataDir ? lockDataDir(options.dataDir) : () => {}
   try {
-    const client = await PGlite.create({ dataDir: options.dataDir, extensions: { pg_trgm: pgTrgm } })
+    const startParams = options.pgliteBuffersMb ? [...PGlite.defaultStartParams, '-c', `shared_buffers=${options.pgliteBuffersMb}MB`] : undefined
+    const client = await PGlite.create({ dataDir: options.dataDir, extensions: { pg_trgm: pgTrgm }, startParams })
     const db = drizzlePglite(client, { schema }) as unknown as Db
     return {
       db,

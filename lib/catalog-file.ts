@@ -4,6 +4,7 @@
 import { CATALOG_SECTIONS, CatalogGroup, CatalogProduct, type CatalogFile, type CatalogSection } from '../schemas/catalog-file.ts'
 import { readJsonObject, type JsonStreamEntry, type JsonStreamError } from './json-stream.ts'
 import { isAmount } from './money.ts'
+import { UuidMap } from './uuid-map.ts'
 import { bodyAjv, unstorableStrings, validationDetails } from './validation.ts'
 
 /** Problems a message lists; the rest are counted. */
@@ -36,8 +37,8 @@ export type CheckedItem =
   | { section: 'products', index: number, item: CatalogProduct }
 
 // Every id of a file is remembered with where it first appeared, packed in one number (kind,
-// product index, variant or combination index, option index) rather than as a path string:
-// a 100,000-product file holds about half a million ids.
+// product index, variant or combination index, option index) rather than as a path string,
+// in a UuidMap: a 100,000-product file holds about half a million ids.
 const KINDS = ['category', 'brand', 'product', 'variant', 'option', 'combination'] as const
 type IdKind = typeof KINDS[number]
 // Bounds of the packed indexes: LIMITS allows 2,000 combinations, 10 variants, 100 options.
@@ -67,6 +68,19 @@ function unpack (packed: number): { kind: IdKind, path: string } {
   return { kind, path }
 }
 
+// Any UTF-16 surrogate: a lone one cannot be stored, a pair is fine (unstorableStrings tells them apart).
+const SURROGATE = /[\uD800-\uDFFF]/
+
+/** Whether any string in a checked item might be one the database cannot store (NUL, a surrogate). */
+function hasSuspectString (value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000') || SURROGATE.test(value)
+  if (Array.isArray(value)) return value.some(hasSuspectString)
+  if (value !== null && typeof value === 'object') {
+    for (const key in value) if (hasSuspectString((value as Record<string, unknown>)[key])) return true
+  }
+  return false
+}
+
 const SECTIONS: ReadonlySet<string> = new Set(CATALOG_SECTIONS)
 const isSection = (key: string): key is CatalogSection => SECTIONS.has(key)
 
@@ -76,8 +90,8 @@ const isSection = (key: string): key is CatalogSection => SECTIONS.has(key)
  * collected, not thrown: `ok` says whether there was any, `error()` lists them.
  */
 export class CatalogChecker {
-  /** Lower-cased id (ids are compared case-insensitively, as PostgreSQL's uuid type does) → packed first place. */
-  private readonly ids = new Map<string, number>()
+  /** Id (compared as PostgreSQL's uuid type does: in any case) → packed first place. */
+  private readonly ids = new UuidMap(1 << 16)
   private readonly sections = new Set<CatalogSection>()
   private readonly kept: string[] = []
   private total = 0
@@ -106,7 +120,7 @@ export class CatalogChecker {
 
   /** Whether the file (so far) defines a category, brand or product with this id. */
   defines (kind: 'category' | 'brand' | 'product', id: string): boolean {
-    const packed = this.ids.get(id.toLowerCase())
+    const packed = this.ids.get(id)
     return packed !== undefined && KINDS[packed % KINDS.length] === kind
   }
 
@@ -132,10 +146,9 @@ export class CatalogChecker {
   }
 
   private unique (id: string, packed: number): void {
-    const key = id.toLowerCase()
-    const first = this.ids.get(key)
+    const first = this.ids.get(id)
     if (first !== undefined) this.fail(`${unpack(packed).path}: id ${id} is already used at ${unpack(first).path}`)
-    else this.ids.set(key, packed)
+    else this.ids.set(id, packed)
   }
 
   private named (name: string, path: string): void {
@@ -158,6 +171,8 @@ export class CatalogChecker {
       this.fail(...validationDetails(validate.errors!, at).map((d) => `${d.path}: ${d.message}`))
       return false
     }
+    // The walk that names each field is for the rare item that has a problem.
+    if (!hasSuspectString(value)) return true
     const before = this.total
     for (const [path, problem] of unstorableStrings(value, at)) this.fail(`${path}: ${problem}`)
     return this.total === before

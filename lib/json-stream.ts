@@ -59,7 +59,8 @@ export class JsonObjectScanner {
 
   constructor (private readonly arrayKeys: ReadonlySet<string>) {}
 
-  push (chunk: Uint8Array): JsonStreamEntry[] {
+  push (bytes: Uint8Array): JsonStreamEntry[] {
+    const chunk = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
     const out: JsonStreamEntry[] = []
     let i = 0
     // A byte-order mark is what some editors put first; it is not part of the JSON.
@@ -175,32 +176,60 @@ export class JsonObjectScanner {
   }
 
   /** Where the value being captured ends in `chunk` (exclusive), scanning from `from`; -1 when it goes on. */
-  private scanValue (chunk: Uint8Array, from: number): number {
+  private scanValue (chunk: Buffer, from: number): number {
     const c = this.capture!
     if (c.mode === 'primitive') {
       for (let i = from; i < chunk.length; i++) if (endsPrimitive(chunk[i]!)) return i
       return -1
     }
     let { depth, inString, escaped } = c
-    for (let i = from; i < chunk.length; i++) {
-      const b = chunk[i]!
+    let i = from
+    while (i < chunk.length) {
       if (inString) {
-        if (escaped) escaped = false
-        else if (b === BACKSLASH) escaped = true
-        else if (b === QUOTE) {
-          inString = false
-          if (depth === 0) return i + 1
+        if (escaped) {
+          escaped = false
+          i++
+          continue
         }
-      } else if (b === QUOTE) {
+        // Most bytes are inside strings: jump to the next quote or backslash.
+        const quote = chunk.indexOf(QUOTE, i)
+        const stop = Math.min(quote === -1 ? chunk.length : quote, this.nextBackslash(chunk, i))
+        if (stop >= chunk.length) break
+        i = stop + 1
+        if (chunk[stop] === BACKSLASH) {
+          escaped = true
+          continue
+        }
+        inString = false
+        if (depth === 0) return i
+        continue
+      }
+      const b = chunk[i]!
+      if (b === QUOTE) {
         inString = true
       } else if (b === OPEN_BRACE || b === OPEN_BRACKET) {
         depth++
       } else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) {
         if (--depth === 0) return i + 1
       }
+      i++
     }
     Object.assign(c, { depth, inString, escaped })
     return -1
+  }
+
+  // The next backslash of the current chunk, found once and reused until passed: a
+  // search per string would scan to the end of a chunk that has none.
+  private backslash: { chunk: Uint8Array | null, at: number } = { chunk: null, at: -1 }
+
+  private nextBackslash (chunk: Buffer, from: number): number {
+    const cached = this.backslash
+    if (cached.chunk !== chunk || cached.at < from) {
+      const at = chunk.indexOf(BACKSLASH, from)
+      cached.chunk = chunk
+      cached.at = at === -1 ? chunk.length : at
+    }
+    return cached.at
   }
 
   private finishCapture (out: JsonStreamEntry[]): void {
