@@ -6,6 +6,7 @@ COPY package.json package-lock.json ./
 COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 COPY . .
+# dist/: the compiled JavaScript and, beside its db/, the migrations (bin/build.js).
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
@@ -13,6 +14,7 @@ ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
+# No TypeScript sources and no tsx: bin/storefront.js runs dist/.
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/bin ./bin
 # The embedded database (no DATABASE_URL) lives in /app/data; give it a volume in real use.
@@ -21,5 +23,6 @@ USER node
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Configuration comes only from the environment (see the README).
+# Configuration comes only from the environment (see the README). Operator commands:
+# docker exec … node bin/storefront.js keys list
 CMD ["node", "bin/storefront.js", "serve"]

@@ -24,6 +24,7 @@ const CLOSE_BRACKET = 0x5d
 const COMMA = 0x2c
 const COLON = 0x3a
 
+const BOM = [0xef, 0xbb, 0xbf]
 const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09
 // Where a number, true, false or null ends.
 const endsPrimitive = (b: number) => b === COMMA || b === CLOSE_BRACE || b === CLOSE_BRACKET || isSpace(b)
@@ -55,7 +56,8 @@ export class JsonObjectScanner {
   private index = 0
   private capture: Capture | null = null
   private capturing: 'key' | 'value' | 'element' = 'value'
-  private started = false
+  /** How many bytes of a byte-order mark the document started with. */
+  private bom = 0
 
   constructor (private readonly arrayKeys: ReadonlySet<string>) {}
 
@@ -63,11 +65,6 @@ export class JsonObjectScanner {
     const chunk = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
     const out: JsonStreamEntry[] = []
     let i = 0
-    // A byte-order mark is what some editors put first; it is not part of the JSON.
-    if (!this.started && chunk.length > 0) {
-      this.started = true
-      if (chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf) i = 3
-    }
     while (i < chunk.length) {
       if (this.capture) {
         const end = this.scanValue(chunk, i)
@@ -82,6 +79,12 @@ export class JsonObjectScanner {
         continue
       }
       const b = chunk[i]!
+      // A byte-order mark is what some editors put first (its bytes may come in separate chunks); it is not part of the JSON.
+      if (this.bom < 3 && this.offset + i === this.bom && b === BOM[this.bom]) {
+        this.bom++
+        i++
+        continue
+      }
       if (isSpace(b)) { i++; continue }
       const where = this.offset + i
       switch (this.at) {

@@ -175,13 +175,14 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
   await t.test('catalog import from a file and from stdin', async (t) => {
     const file = join(work, 'catalog.json')
     await writeFile(file, JSON.stringify(catalogFile()))
-    t.strictSame(json(t, await run(['catalog', 'import', file, '--json']), 'import FILE'), { categories: 1, brands: 1, products: 2 })
+    t.strictSame(json(t, await run(['catalog', 'import', file, '--json']), 'import FILE'), { categories: 1, brands: 1, products: 2, created: 2, updated: 0, unchanged: 0, removed: 0 })
 
     const changed = catalogFile()
     changed.products = [{ ...changed.products![0]!, name: 'Ethiopia Yirgacheffe 250 g, new crop', price: 13.9 }]
     const fromStdin = await run(['catalog', 'import', '-'], { input: `\uFEFF${JSON.stringify(changed, null, 2)}` })
     t.equal(fromStdin.code, 0, fromStdin.stderr)
-    t.match(fromStdin.stdout, /imported 1 products/)
+    t.equal(fromStdin.stdout, 'imported 1 products: 0 created, 1 updated, 0 unchanged, 0 removed (1 categories, 1 brands)\n', 'one summary line')
+    t.equal(fromStdin.stderr, '', 'no progress when stderr is not a terminal')
     catalogBefore = await inspect(backend, async (database) => {
       const rows = await execute<{ name: string, price: string }>(database.db, sql`select name, price::text from products order by name`)
       t.strictSame([...rows], [{ name: 'Espresso Blend 1 kg', price: '29.99' }, { name: 'Ethiopia Yirgacheffe 250 g, new crop', price: '13.90' }])
@@ -258,6 +259,22 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
     refused(t, negative!, /deliveryFee must be an amount.*got -1/, 'deliveryFee -1')
     refused(t, decimals!, /deliveryFee must be an amount.*got 1\.234/, 'deliveryFee 1.234')
     refused(t, xx!, /defaultCountry must be an ISO 3166 alpha-2 code.*got XX/, 'defaultCountry XX')
+  })
+
+  await t.test('catalog import --replace makes the catalogue exactly the file', async (t) => {
+    const file = join(work, 'replace.json')
+    await writeFile(file, JSON.stringify(catalogFile()))
+    // The stdin import above renamed one product; the demo added 37.
+    t.strictSame(json(t, await run(['catalog', 'import', file, '--replace', '--json']), 'import --replace'),
+      { categories: 1, brands: 1, products: 2, created: 0, updated: 1, unchanged: 1, removed: 37 })
+    t.strictSame(await run(['catalog', 'import', file, '--replace']),
+      { code: 0, stdout: 'imported 2 products: 0 created, 0 updated, 2 unchanged, 0 removed (1 categories, 1 brands)\n', stderr: '' }, 'again: nothing to do')
+    await inspect(backend, async (database) => {
+      const rows = await execute<{ name: string }>(database.db, sql`select name from products order by name`)
+      t.strictSame(rows.map((r) => r.name), ['Espresso Blend 1 kg', 'Ethiopia Yirgacheffe 250 g'])
+      const events = await execute<{ type: string, n: number }>(database.db, sql`select type, count(*)::int as n from change_events group by type order by type`)
+      t.strictSame([...events], [{ type: 'product.created', n: 2 + 37 }, { type: 'product.deleted', n: 37 }, { type: 'product.updated', n: 2 }], 'one event per product created, changed, removed')
+    })
   })
 
   await t.test('bad calls are refused before the database is opened', async (t) => {
@@ -357,6 +374,8 @@ t.test('help, --version and refused command lines, without a database', async (t
   t.match(create, 'Scopes: products:list, products:find, orders:create, orders:list, orders:find')
   const catalogImport = help(importHelp, 'catalog import --help')
   t.match(catalogImport, /^Usage: storefront catalog import \[options\] <FILE>\n/)
+  t.match(catalogImport, /--replace +also delete the products the file does not list/)
+  t.match(catalogImport, /created, updated, unchanged and removed/)
   t.match(catalogImport, /\n {2}FILE +the catalogue file, or - for stdin\n/)
   t.match(catalogImport, /\n {2}--json +print one JSON document on stdout\n/)
   t.strictSame(longVersion, { code: 0, stdout: `${version}\n`, stderr: '' }, '--version prints the package version')
@@ -385,4 +404,25 @@ t.test('the storefront command', async (t) => {
       t.match(json(t, await storefront(pglite, ['keys', 'list', '--json']), 'keys list'), [{ id: created.id, state: 'active' }])
     })
   }
+})
+
+// util-linux `script` gives the command a terminal.
+const script = ['/usr/bin/script', '/bin/script'].find((path) => existsSync(path))
+t.test('catalog import shows its progress on a terminal', { skip: script ? false : 'no `script` command to give the import a terminal' }, async (t) => {
+  const backend = await embedded(t)
+  const file = join(backend.env.DATA_DIR!, 'many.json')
+  const products = Array.from({ length: 2500 }, (_, i) => ({ id: randomUUID(), name: `Bulk ${i}`, price: 1, isAvailable: true }))
+  await writeFile(file, JSON.stringify({ products }))
+  const result = await new Promise<Result>((resolve, reject) => {
+    const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'warn', ...backend.env }
+    const child = spawn(script!, ['-qec', `'${process.execPath}' '${BIN}' catalog import '${file}'`, '/dev/null'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr: '' }))
+  })
+  t.equal(result.code, 0, result.stdout)
+  // Rewritten in place (carriage return, erase line) after each batch of 1,000, then erased.
+  t.match(result.stdout, /\r\x1b\[Kimporting: 1,000 products read, [\d,]+ a second\r\x1b\[Kimporting: 2,000 products read, [\d,]+ a second\r\x1b\[Kimporting: 2,500 products read/)
+  t.match(result.stdout, /\r\x1b\[Kimported 2500 products: 2500 created, 0 updated, 0 unchanged, 0 removed \(0 categories, 0 brands\)\r?\n$/, 'the line erased, then the summary')
 })
