@@ -231,10 +231,10 @@ export async function findOrderSummary (db: Tx, id: string): Promise<OrderSummar
 }
 
 /** The order's current status, its row locked until the transaction ends. */
-export async function lockOrder (tx: Tx, orderNumberOrId: string): Promise<{ id: string, status: OrderStatus } | null> {
+export async function lockOrder (tx: Tx, orderNumberOrId: string): Promise<{ id: string, status: OrderStatus, apiKeyId: string } | null> {
   const match = orderMatch(orderNumberOrId)
   if (match === null) return null
-  const [row] = await tx.select({ id: orders.id, status: orders.status }).from(orders).where(match).for('update')
+  const [row] = await tx.select({ id: orders.id, status: orders.status, apiKeyId: orders.apiKeyId }).from(orders).where(match).for('update')
   return row ?? null
 }
 

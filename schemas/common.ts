@@ -201,6 +201,8 @@ const ERROR_EXAMPLES: { [C in ErrorCode]: Omit<ErrorExample<C>, 'code'> } = {
       { path: 'items[1]', reason: 'combination_required', message: 'items[1]: "Barista T-shirt" has combinations; send a combinationId' }
     ]
   },
+  invalid_cursor: { message: ERRORS.invalid_cursor.message },
+  cursor_expired: { message: ERRORS.cursor_expired.message },
   invalid_api_key: { message: 'Send your API key in the X-Api-Key header or as Authorization: Api-Key <key>' },
   insufficient_scope: { message: ERRORS.insufficient_scope.message },
   not_found: { message: 'No route for GET /external/v1/product' },

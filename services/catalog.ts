@@ -2,6 +2,7 @@
 // through the instance's cache, which never outlives a price change (a discount starting or
 // ending) nor a catalogue change seen by any instance.
 import type { Database } from '../db/client.ts'
+import { recordEvents } from '../db/events.ts'
 import { findProduct, listGroupings, listProducts, touchDiscountBoundaries, type Grouping, type ProductFilters } from '../db/products.ts'
 import { PAGE_SIZE, isUuid } from '../schemas/common.ts'
 import type { CategoryPage, ListProductsQuery, Product, ProductPage } from '../schemas/products.ts'
@@ -63,7 +64,11 @@ export async function listGroupingPage ({ database, storeState }: CatalogReader,
  * sweep interval; returns how many products moved.
  */
 export async function markDiscountBoundaries ({ database, storeState }: CatalogReader, lookbackMs: number, now = new Date()): Promise<number> {
-  const moved = await touchDiscountBoundaries(database.db, now, lookbackMs)
+  const moved = await database.db.transaction(async (tx) => {
+    const ids = await touchDiscountBoundaries(tx, now, lookbackMs)
+    await recordEvents(tx, ids.map((id) => ({ type: 'product.updated' as const, resourceId: id })))
+    return ids
+  })
   if (moved.length > 0) await storeState.catalogChanged()
   return moved.length
 }

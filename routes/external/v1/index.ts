@@ -2,6 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import authPlugin from '../../../plugins/auth.ts'
 import rateLimit from '../../../plugins/rate-limit.ts'
+import changes from './changes.ts'
 import groupings from './groupings.ts'
 import orders from './orders.ts'
 import products from './products.ts'
@@ -12,6 +13,7 @@ const externalV1: FastifyPluginAsync = async (app) => {
   await app.register(products)
   await app.register(groupings)
   await app.register(orders)
+  await app.register(changes)
 }
 
 export default externalV1
