@@ -136,8 +136,13 @@ export const RESPONSE_HEADERS = {
     schema: { type: 'string', enum: ['true'] }
   },
   'Cache-Control': {
-    description: 'Orders are private to your key: no shared cache may keep them',
-    schema: { type: 'string', enum: ['no-store'] }
+    description: 'Reads are private to your key: `private, no-cache` (keep it, but send If-None-Match before using it again); order creation and refusals of order requests say `no-store`',
+    schema: { type: 'string', enum: ['private, no-cache', 'no-store'] }
+  },
+  ETag: {
+    description: 'The version of this body: send it back as If-None-Match and an unchanged answer is 304 with no body. It changes whenever the body would, also when a discount starts or ends',
+    required: true,
+    schema: { type: 'string', maxLength: 64, examples: ['"q6cE0yD0bC7xZt4bV9dYl2dH5g8"'] }
   }
 } satisfies Record<string, HeaderDefinition>
 export type ResponseHeader = keyof typeof RESPONSE_HEADERS
@@ -167,6 +172,18 @@ export function documentedResponse<T extends TSchema> (description: string, sche
   }
 }
 export type DocumentedResponse<T extends TSchema = TSchema> = ReturnType<typeof documentedResponse<T>>
+
+/**
+ * The 200 of a conditional read (with its ETag and Cache-Control) and its 304: no body, the
+ * same headers.
+ */
+export function conditionalResponses<T extends TSchema> (ok: DocumentedResponse<T>, headers: readonly ResponseHeader[]) {
+  const withTag = { ...ok, headers: { ...ok.headers, ...headersObject(['ETag', 'Cache-Control']) } }
+  return {
+    200: withTag,
+    304: { description: 'Not modified: If-None-Match holds the current ETag. No body; the same headers as a 200', type: 'null', headers: headersObject(['Request-Id', 'ETag', 'Cache-Control', ...headers]) }
+  }
+}
 
 /** The same responses, each also declaring the headers `pick` names for its status. */
 export function withHeaders<R extends Record<number, DocumentedResponse>> (responses: R, pick: (status: number) => readonly ResponseHeader[]): R {

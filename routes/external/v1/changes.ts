@@ -1,7 +1,7 @@
 // GET /changes: the feed of what changed in the catalogue and in the calling key's orders.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ChangesPage, ChangesQuery, FEED_LIMIT } from '../../../schemas/changes.ts'
-import { documentedResponse, ref } from '../../../schemas/common.ts'
+import { conditionalResponses, documentedResponse, ref } from '../../../schemas/common.ts'
 import { readChanges } from '../../../services/changes.ts'
 import { v1Errors, v1Headers } from './shared.ts'
 
@@ -22,7 +22,7 @@ const FEED_EXAMPLE = {
 
 const changes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/changes', {
-    config: { scope: ['products:list', 'orders:list'] },
+    config: { scope: ['products:list', 'orders:list'], conditional: true },
     schema: {
       operationId: 'listChanges',
       summary: 'Follow the changes feed',
@@ -33,9 +33,9 @@ of the resource shows it. Events are kept ${'`CHANGES_RETENTION_DAYS`'} (30 days
       tags: ['Changes'],
       querystring: ChangesQuery,
       response: {
-        200: documentedResponse('Events after the cursor, oldest first', ref(ChangesPage), {
+        ...conditionalResponses(documentedResponse('Events after the cursor, oldest first', ref(ChangesPage), {
           events: { summary: 'A product changed, then an order was confirmed', value: FEED_EXAMPLE }
-        }, v1Headers(200)),
+        }, v1Headers(200)), v1Headers(200)),
         ...v1Errors('invalid_cursor', 'cursor_expired')
       }
     }

@@ -1,6 +1,6 @@
 // GET /categories and GET /brands: the ids the product filters take, with product counts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { documentedResponse, pageWindow, ref } from '../../../schemas/common.ts'
+import { conditionalResponses, documentedResponse, pageWindow, ref } from '../../../schemas/common.ts'
 import { BrandPage, CategoryPage, ListGroupingsQuery } from '../../../schemas/products.ts'
 import { listGroupingPage } from '../../../services/catalog.ts'
 import { v1Errors, v1Headers } from './shared.ts'
@@ -37,7 +37,7 @@ const ROUTES = [
 const groupings: FastifyPluginAsyncTypebox = async (app) => {
   for (const route of ROUTES) {
     app.get(`/${route.grouping}`, {
-      config: { scope: 'products:list' },
+      config: { scope: 'products:list', conditional: true },
       schema: {
         operationId: route.operationId,
         summary: route.summary,
@@ -45,7 +45,7 @@ const groupings: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['Products'],
         querystring: ListGroupingsQuery,
         response: {
-          200: documentedResponse(`A page of ${route.grouping}`, ref(route.page), { demo: { summary: `The demo store's ${route.grouping}`, value: route.example } }, v1Headers(200)),
+          ...conditionalResponses(documentedResponse(`A page of ${route.grouping}`, ref(route.page), { demo: { summary: `The demo store's ${route.grouping}`, value: route.example } }, v1Headers(200)), v1Headers(200)),
           ...v1Errors()
         }
       }

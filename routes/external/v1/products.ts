@@ -1,7 +1,7 @@
 // GET /products and GET /products/{id}: the catalogue, read through the instance's cache.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { apiError } from '../../../errors.ts'
-import { documentedResponse, isUuid, pageWindow, ref } from '../../../schemas/common.ts'
+import { conditionalResponses, documentedResponse, isUuid, pageWindow, ref } from '../../../schemas/common.ts'
 import { ListProductsQuery, Product, ProductPage, ProductParams } from '../../../schemas/products.ts'
 import { getProduct, listProductPage, productFilters } from '../../../services/catalog.ts'
 import { v1Errors, v1Headers } from './shared.ts'
@@ -55,7 +55,7 @@ const YIRGACHEFFE_PAGE = {
 
 const products: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/products', {
-    config: { scope: 'products:list' },
+    config: { scope: 'products:list', conditional: true },
     schema: {
       operationId: 'listProducts',
       summary: 'List products',
@@ -63,9 +63,9 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['Products'],
       querystring: ListProductsQuery,
       response: {
-        200: documentedResponse('A page of products; past the last page, no items and the real total', ref(ProductPage), {
+        ...conditionalResponses(documentedResponse('A page of products; past the last page, no items and the real total', ref(ProductPage), {
           yirgacheffe: { summary: 'Every filter at once, as the parameter examples send them', value: YIRGACHEFFE_PAGE }
-        }, v1Headers(200)),
+        }, v1Headers(200)), v1Headers(200)),
         ...v1Errors()
       }
     }
@@ -74,7 +74,7 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.get('/products/:id', {
-    config: { scope: 'products:find' },
+    config: { scope: 'products:find', conditional: true },
     schema: {
       operationId: 'getProduct',
       summary: 'Get a product',
@@ -82,9 +82,9 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['Products'],
       params: ProductParams,
       response: {
-        200: documentedResponse('The product, with its variants and purchasable combinations', ref(Product), {
+        ...conditionalResponses(documentedResponse('The product, with its variants and purchasable combinations', ref(Product), {
           tumbler: { summary: 'A product with combinations', value: TUMBLER }
-        }, v1Headers(200)),
+        }, v1Headers(200)), v1Headers(200)),
         ...v1Errors('invalid_product_id', 'product_not_found', {
           code: 'validation_failed',
           message: 'path: a segment is too long',
