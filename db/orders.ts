@@ -3,7 +3,7 @@
 // Rules (what may be ordered, which transitions exist) live in services/.
 import { and, desc, eq, sql, type SQL } from 'drizzle-orm'
 import { toAmount, toCents, type Discount } from '../lib/money.ts'
-import { isUuid } from '../schemas/common.ts'
+import { isUuid, type ListWindow, type SortKey } from '../schemas/common.ts'
 import { ORDER_NUMBER_PATTERN, type DeliveryAddress, type Order, type OrderStatus, type OrderSummary } from '../schemas/orders.ts'
 import { containing, execute, type Tx } from './client.ts'
 import { discountJson } from './products.ts'
@@ -180,22 +180,40 @@ function orderNumberPrefixRanges (prefix: string): SQL[] {
   return ranges
 }
 
-export async function listOrdersForKey (db: Tx, apiKeyId: string, query: string | undefined, page: { limit: number, offset: number }) {
+export interface OrderFilters {
+  query?: string | undefined
+  /** ISO 8601 with offset: only orders whose updated_at is at or after it. */
+  updatedSince?: string | undefined
+}
+
+/** A page of the key's orders, newest first, then by id; one row more tells whether another page follows. */
+export async function listOrdersForKey (db: Tx, apiKeyId: string, filters: OrderFilters, window: ListWindow) {
+  const { query, updatedSince } = filters
   const conditions: SQL[] = [eq(orders.apiKeyId, apiKeyId)]
   if (query) {
     const search: SQL[] = [sql`lower(${orders.customerName} || ' ' || coalesce(${orders.customerPhone}, '')) like ${containing(query.toLowerCase())}`]
     if (ORDER_NUMBER_PATTERN.test(query)) search.push(...orderNumberPrefixRanges(query))
     conditions.push(sql`(${sql.join(search, sql` or `)})`)
   }
-  const where = and(...conditions)
+  if (updatedSince !== undefined) conditions.push(sql`${orders.updatedAt} >= ${updatedSince}::timestamptz`)
+  const filtered = and(...conditions)
+  // The sort key keeps created_at to the microsecond, as text: a JavaScript date would round it.
+  const after = window.after === null ? sql`true` : sql`(${orders.createdAt}, ${orders.id}) < (${window.after[0]}::timestamptz, ${window.after[1]}::uuid)`
   const [rows, counts] = await Promise.all([
-    db.select().from(orders).where(where).orderBy(desc(orders.createdAt), desc(orders.id)).limit(page.limit).offset(page.offset),
-    // Without a query the total is the key's order count, kept beside the orders.
-    query
-      ? db.select({ total: sql<number>`count(*)::int` }).from(orders).where(where)
+    db.select({ order: orders, sortKey: sql<string>`${orders.createdAt}::text` }).from(orders).where(and(filtered, after))
+      .orderBy(desc(orders.createdAt), desc(orders.id)).limit(window.limit + 1).offset(window.offset),
+    // Without a filter the total is the key's order count, kept beside the orders.
+    query || updatedSince !== undefined
+      ? db.select({ total: sql<number>`count(*)::int` }).from(orders).where(filtered)
       : db.select({ total: sql<number>`coalesce(sum(${orderCounts.count}), 0)::int` }).from(orderCounts).where(eq(orderCounts.apiKeyId, apiKeyId))
   ])
-  return { items: rows.map(toSummary), total: counts[0]!.total }
+  const shown = rows.slice(0, window.limit)
+  const last = shown.at(-1)
+  return {
+    items: shown.map((row) => toSummary(row.order)),
+    total: counts[0]!.total,
+    next: rows.length > window.limit && last ? [last.sortKey, last.order.id] as SortKey : null
+  }
 }
 
 function orderMatch (orderNumberOrId: string): SQL | null {

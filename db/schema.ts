@@ -51,6 +51,7 @@ export const products = pgTable('products', {
   index('products_sku_idx').on(t.sku),
   index('products_barcode_idx').on(t.barcode),
   index('products_brand_idx').on(t.brandId),
+  index('products_updated_idx').on(t.updatedAt),
   check('products_quantity_not_negative', sql`${t.quantity} >= 0`),
   check('products_price_not_negative', sql`${t.price} >= 0`)
 ])
@@ -165,6 +166,7 @@ export const orders = pgTable('orders', {
   updatedAt: updatedAt()
 }, (t) => [
   index('orders_key_created_idx').on(t.apiKeyId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+  index('orders_key_updated_idx').on(t.apiKeyId, t.updatedAt),
   index('orders_customer_search_trgm_idx').using('gin', sql`(lower(${t.customerName} || ' ' || coalesce(${t.customerPhone}, ''))) gin_trgm_ops`),
   check('orders_status', sql`${t.status} in (${sql.raw(ORDER_STATUSES.map((s) => `'${s}'`).join(', '))})`)
 ])

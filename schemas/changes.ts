@@ -1,12 +1,11 @@
 // The changes feed: what changed in the catalogue and in the calling key's orders, oldest first.
 import { Type, type Static } from 'typebox'
-import { Timestamp, Uuid, ref } from './common.ts'
+import { CURSOR_MAX_LENGTH, Timestamp, Uuid, ref } from './common.ts'
 
 export const EVENT_TYPES = ['product.created', 'product.updated', 'product.deleted', 'order.created', 'order.status_changed'] as const
 export type EventType = typeof EVENT_TYPES[number]
 
 export const FEED_LIMIT = { default: 100, max: 500 } as const
-export const CURSOR_MAX_LENGTH = 1000
 
 const EventId = Type.String({
   maxLength: 30,

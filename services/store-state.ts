@@ -2,6 +2,7 @@
 // the settings (maintenance, delivery fee, default country) and the catalogue version,
 // whose change drops every cached catalogue read.
 import type { Database } from '../db/client.ts'
+import { readCursorSecret } from '../db/events.ts'
 import { DEFAULT_SETTINGS, bumpCatalogVersion, readStoreState, type StoreSettings } from '../db/settings.ts'
 import { ReadCache } from '../lib/read-cache.ts'
 
@@ -21,6 +22,8 @@ export interface StoreStateOptions {
 export class StoreState {
   settings: StoreSettings = DEFAULT_SETTINGS
   catalogVersion = ''
+  /** Signs list cursors; the same on every instance (it lives in the database). */
+  cursorSecret = ''
   readonly catalogCache: ReadCache
   readonly #database: Database
   readonly #options: StoreStateOptions
@@ -36,6 +39,7 @@ export class StoreState {
 
   async refresh (): Promise<void> {
     const startedAt = Date.now()
+    if (this.cursorSecret === '') this.cursorSecret = await readCursorSecret(this.#database.db)
     const state = await readStoreState(this.#database.db)
     this.settings = state.settings
     if (state.catalogVersion !== this.catalogVersion) {

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { conditionalResponses, documentedResponse, pageWindow, ref } from '../../../schemas/common.ts'
 import { BrandPage, CategoryPage, ListGroupingsQuery } from '../../../schemas/products.ts'
 import { listGroupingPage } from '../../../services/catalog.ts'
+import { openListCursor } from '../../../services/list-cursor.ts'
 import { v1Errors, v1Headers } from './shared.ts'
 
 // What the demo catalogue answers (test/routes/docs.test.ts holds the two together).
@@ -49,7 +50,11 @@ const groupings: FastifyPluginAsyncTypebox = async (app) => {
           ...v1Errors()
         }
       }
-    }, async (request) => listGroupingPage(app, route.grouping, pageWindow(request.query.page)))
+    }, async (request) => {
+      const { cursor, page } = request.query
+      if (cursor === undefined) return listGroupingPage(app, route.grouping, pageWindow(page))
+      return listGroupingPage(app, route.grouping, openListCursor(app.storeState.cursorSecret, route.grouping, cursor, { page }).window)
+    })
   }
 }
 

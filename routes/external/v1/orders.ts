@@ -4,7 +4,8 @@ import { Type } from 'typebox'
 import { apiError, invalidField } from '../../../errors.ts'
 import { conditionalResponses, documentedResponse, pageWindow, ref, withHeaders, type ResponseHeader } from '../../../schemas/common.ts'
 import { CreateOrderBody, ListOrdersQuery, Order, OrderPage, OrderParams, OrderSummary } from '../../../schemas/orders.ts'
-import { getOrder, listOrders } from '../../../services/orders.ts'
+import { openListCursor } from '../../../services/list-cursor.ts'
+import { getOrder, listOrders, orderFilters, type OrderFilters } from '../../../services/orders.ts'
 import { placeOrder } from '../../../services/place-order.ts'
 import { v1Errors, v1Headers } from './shared.ts'
 
@@ -127,7 +128,12 @@ Send an Idempotency-Key to retry safely: the same key and body within 24 hours r
       }
     }
   }, async (request) => {
-    return listOrders(app.database, request.apiKey!.id, request.query.query, pageWindow(request.query.page))
+    const { cursor, page, ...query } = request.query
+    const apiKeyId = request.apiKey!.id
+    const secret = app.storeState.cursorSecret
+    if (cursor === undefined) return listOrders(app.database, secret, apiKeyId, orderFilters(query), pageWindow(page))
+    const resumed = openListCursor<OrderFilters>(secret, 'orders', cursor, { page, ...query }, apiKeyId)
+    return listOrders(app.database, secret, apiKeyId, resumed.filters, resumed.window)
   })
 
   app.get('/orders/:orderNumberOrId', {

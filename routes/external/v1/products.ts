@@ -3,7 +3,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { apiError } from '../../../errors.ts'
 import { conditionalResponses, documentedResponse, isUuid, pageWindow, ref } from '../../../schemas/common.ts'
 import { ListProductsQuery, Product, ProductPage, ProductParams } from '../../../schemas/products.ts'
-import { getProduct, listProductPage, productFilters } from '../../../services/catalog.ts'
+import { getProduct, listProductPage, productFilters, type ProductFilters } from '../../../services/catalog.ts'
+import { openListCursor, pick } from '../../../services/list-cursor.ts'
 import { v1Errors, v1Headers } from './shared.ts'
 
 // What the demo catalogue answers to the parameter examples of the document
@@ -53,6 +54,9 @@ const YIRGACHEFFE_PAGE = {
   total: 1
 }
 
+// The list's own parameters: none may come with a cursor (unknown ones are ignored, as always).
+const LIST_PRODUCTS_PARAMETERS = ['query', 'isAvailable', 'categoryIds', 'brandIds', 'barcode', 'sku', 'updatedSince'] as const
+
 const products: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/products', {
     config: { scope: 'products:list', conditional: true },
@@ -70,7 +74,10 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
   }, async (request) => {
-    return listProductPage(app, productFilters(request.query), pageWindow(request.query.page))
+    const { cursor, page, ...query } = request.query
+    if (cursor === undefined) return listProductPage(app, productFilters(query), pageWindow(page))
+    const resumed = openListCursor<ProductFilters>(app.storeState.cursorSecret, 'products', cursor, { page, ...pick(query, LIST_PRODUCTS_PARAMETERS) })
+    return listProductPage(app, resumed.filters, resumed.window)
   })
 
   app.get('/products/:id', {
