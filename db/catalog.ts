@@ -8,6 +8,7 @@ import { toCents, toDecimalText } from '../lib/money.ts'
 import type { CatalogFile, CatalogProduct } from '../schemas/catalog-file.ts'
 import type { Database, Tx } from './client.ts'
 import { bumpCatalogVersion } from './settings.ts'
+import { renumberProducts } from './products.ts'
 import {
   brands, categories, combinationOptions, combinations, discounts, productCategories, products, variantOptions, variants
 } from './schema.ts'
@@ -123,6 +124,7 @@ export async function importCatalog (database: Database, catalog: CatalogFile): 
       ...(p.discount ? [discountRow({ productId: p.id }, p.discount)] : []),
       ...(p.combinations ?? []).flatMap((c) => (c.discount ? [discountRow({ combinationId: c.id }, c.discount)] : []))
     ]))
+    await renumberProducts(tx)
   })
   await bumpCatalogVersion(database.db)
   // Fresh statistics for the planner at once: PGlite never runs autovacuum, and PostgreSQL's

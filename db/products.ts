@@ -164,14 +164,24 @@ function pageOf (rows: Array<ProductRow & { sort_name: string }>, limit: number,
 export async function listProducts (db: Tx, filters: ProductFilters, window: ListWindow, now = new Date()): Promise<ProductListPage & { total?: number }> {
   const where = whereClause(filters)
   if (filters.query) return searchProducts(db, where, window, now)
-  // The page's ids are chosen first and only those rows get their JSON columns: rows skipped
-  // by OFFSET would otherwise be fully built too.
+  // The page's ids are chosen first and only those rows get their JSON columns. Unfiltered,
+  // a page by number is a range of list positions; otherwise OFFSET walks the index.
+  const byPosition = window.after === null && Object.values(filters).every((v) => v === undefined)
+  const pageIds = byPosition
+    ? sql`select p.id from products p where p.list_position > ${window.offset} order by p.list_position limit ${window.limit + 1}`
+    : sql`select p.id from products p where ${where} and ${afterKey(window.after)}
+          order by lower(p.name), p.id limit ${window.limit + 1} offset ${window.offset}`
   const rows = await execute<ProductRow & { sort_name: string }>(db, sql`select lower(p.name) as sort_name, ${PRODUCT_COLUMNS}
-    from (select p.id from products p where ${where} and ${afterKey(window.after)}
-          order by lower(p.name), p.id limit ${window.limit + 1} offset ${window.offset}) as page_ids
-    join products p on p.id = page_ids.id
+    from (${pageIds}) as page_ids join products p on p.id = page_ids.id
     order by lower(p.name), p.id`)
   return pageOf(rows, window.limit, now)
+}
+
+/** Numbers every product by the list's order, 1…n; call after products were added, renamed or removed. */
+export async function renumberProducts (tx: Tx): Promise<void> {
+  await tx.execute(sql`update products p set list_position = ranked.n
+    from (select id, row_number() over (order by lower(name), id)::int as n from products) as ranked
+    where p.id = ranked.id and p.list_position is distinct from ranked.n`)
 }
 
 export async function countMatchingProducts (db: Tx, filters: ProductFilters): Promise<number> {

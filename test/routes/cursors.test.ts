@@ -148,3 +148,16 @@ t.test('updatedSince: only what changed at or after the instant', async (t) => {
     }
   }
 })
+
+t.test('an unfiltered page by number is the same as walking the list in order', async (t) => {
+  const all: string[] = []
+  for (let n = 1; ; n++) {
+    const current = await page(`/external/v1/products?page=${n}`)
+    all.push(...current.items.map((i) => i.id))
+    if (current.items.length < 25) break
+  }
+  const expected = (await execute<{ id: string }>(app.database.db, sql`select id from products order by lower(name), id`)).map((r) => r.id)
+  t.same(all, expected, 'every page in the list\'s order, none skipped or repeated')
+  const last = Math.ceil(expected.length / 25)
+  t.same((await page(`/external/v1/products?page=${last + 1}`)).items, [], 'past the end')
+})
