@@ -8,6 +8,7 @@ import { toCents, toDecimalText } from '../lib/money.ts'
 import type { CatalogFile, CatalogProduct } from '../schemas/catalog-file.ts'
 import type { Database, Tx } from './client.ts'
 import { bumpCatalogVersion } from './settings.ts'
+import { ADVISORY_LOCKS } from './locks.ts'
 import { renumberProducts } from './products.ts'
 import {
   brands, categories, combinationOptions, combinations, discounts, productCategories, products, variantOptions, variants
@@ -23,9 +24,6 @@ async function insertAll<T extends PgTable> (tx: Tx, table: T, rows: Array<T['$i
   }
 }
 
-// Any fixed number: imports from every instance and every `storefront` process take it, so
-// two imports never interleave their deletes and inserts (nor deadlock on each other's rows).
-const IMPORT_LOCK = 7_246_002
 
 const decimal = (amount: number) => toDecimalText(toCents(amount))
 const excluded = (column: string) => sql.raw(`excluded.${column}`)
@@ -53,7 +51,7 @@ export async function importCatalog (database: Database, catalog: CatalogFile): 
   const list = catalog.products ?? []
   const productIds = list.map((p) => p.id)
   await database.db.transaction(async (tx) => {
-    await tx.execute(sql.raw(`select pg_advisory_xact_lock(${IMPORT_LOCK})`))
+    await tx.execute(sql.raw(`select pg_advisory_xact_lock(${ADVISORY_LOCKS.catalogImport})`))
     if (catalog.categories?.length) {
       await insertAll(tx, categories, catalog.categories.map(({ id, name }) => ({ id, name })), { target: categories.id, set: { name: excluded('name') } })
     }

@@ -3,6 +3,7 @@
 import { sql } from 'drizzle-orm'
 import type { EventType } from '../schemas/changes.ts'
 import { execute, type Tx } from './client.ts'
+import { ADVISORY_LOCKS } from './locks.ts'
 import { bumpCatalogVersion } from './settings.ts'
 
 export { EVENT_TYPES, type EventType } from '../schemas/changes.ts'
@@ -31,8 +32,6 @@ export async function recordEvents (tx: Tx, events: NewEvent[]): Promise<void> {
   await tx.execute(sql`insert into change_events (type, resource_id, api_key_id, data) values ${sql.join(rows, sql`, `)}`)
 }
 
-// Any fixed number: the publisher's advisory lock, shared by every instance.
-const PUBLISHER_LOCK = 7_246_002
 
 /**
  * Gives committed, unpublished events their feed positions; returns how many. One publisher
@@ -47,10 +46,11 @@ export async function publishEvents (db: Tx, batch: number): Promise<number> {
   const [waiting] = await execute<{ seq: string }>(db, sql`select seq from change_events where position is null limit 1`)
   if (waiting === undefined) return 0
   return db.transaction(async (tx) => {
-    const [lock] = await execute<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(${PUBLISHER_LOCK}) as locked`)
+    const [lock] = await execute<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(${ADVISORY_LOCKS.eventPublisher}) as locked`)
     if (!lock!.locked) return 0
+    // Sorted by the number, not by its text (which would put 10 before 2).
     const events = await execute<{ seq: string, type: string }>(tx, sql`
-      select seq::text, type from change_events where position is null order by seq limit ${batch}`)
+      select seq::text as seq, type from change_events where position is null order by change_events.seq limit ${batch}`)
     if (events.length === 0) return 0
     if (events.some((e) => e.type.startsWith('product.'))) await bumpCatalogVersion(tx)
     const seqs = sql.join(events.map((e) => sql`${e.seq}::bigint`), sql`, `)
@@ -81,7 +81,7 @@ export async function readEvents (db: Tx, input: { after: number, limit: number,
   const rows = await execute<{ feed_position: string, type: EventType, resource_id: string, api_key_id: string | null, occurred_at: string, data: Record<string, unknown> }>(db, sql`
     select position::text as feed_position, type, resource_id, api_key_id, occurred_at::text, data from change_events
     where position > ${after}
-      and published_at <= clock_timestamp() - make_interval(secs => ${settleMs / 1000})
+      and published_at <= ${settledBefore(settleMs)}
       and ${visibleTo(scope)}
     order by position limit ${limit}`)
   return rows.map((r) => ({
@@ -93,6 +93,10 @@ export async function readEvents (db: Tx, input: { after: number, limit: number,
     data: r.data
   }))
 }
+
+// One instant for the whole statement (clock_timestamp() alone would move from row to row,
+// and a scan crossing it could show a later event while an earlier one is still hidden).
+const settledBefore = (settleMs: number) => sql`(select clock_timestamp() - make_interval(secs => ${settleMs / 1000}))`
 
 function visibleTo (scope: FeedScope) {
   const products = scope.products ? sql`(api_key_id is null and type like 'product.%')` : sql`false`
@@ -108,7 +112,7 @@ export async function feedBounds (db: Tx, settleMs: number): Promise<{ head: num
   const [row] = await execute<{ head: string, published: string, pruned_through: string }>(db, sql`
     select
       coalesce((select max(position) from change_events
-        where published_at <= clock_timestamp() - make_interval(secs => ${settleMs / 1000})), 0)::text as head,
+        where published_at <= ${settledBefore(settleMs)}), 0)::text as head,
       coalesce((select max(position) from change_events), 0)::text as published,
       (select pruned_through from change_feed where id = 1)::text as pruned_through`)
   return { head: Number(row!.head), published: Number(row!.published), prunedThrough: Number(row!.pruned_through) }

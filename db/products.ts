@@ -168,7 +168,7 @@ export async function listProducts (db: Tx, filters: ProductFilters, window: Lis
   // a page by number is a range of list positions; otherwise OFFSET walks the index.
   const byPosition = window.after === null && Object.values(filters).every((v) => v === undefined)
   const pageIds = byPosition
-    ? sql`select p.id from products p where p.list_position > ${window.offset} order by p.list_position limit ${window.limit + 1}`
+    ? sql`select product_id as id from product_list_positions where position > ${window.offset} order by position limit ${window.limit + 1}`
     : sql`select p.id from products p where ${where} and ${afterKey(window.after)}
           order by lower(p.name), p.id limit ${window.limit + 1} offset ${window.offset}`
   const rows = await execute<ProductRow & { sort_name: string }>(db, sql`select lower(p.name) as sort_name, ${PRODUCT_COLUMNS}
@@ -179,9 +179,9 @@ export async function listProducts (db: Tx, filters: ProductFilters, window: Lis
 
 /** Numbers every product by the list's order, 1…n; call after products were added, renamed or removed. */
 export async function renumberProducts (tx: Tx): Promise<void> {
-  await tx.execute(sql`update products p set list_position = ranked.n
-    from (select id, row_number() over (order by lower(name), id)::int as n from products) as ranked
-    where p.id = ranked.id and p.list_position is distinct from ranked.n`)
+  await tx.execute(sql`delete from product_list_positions`)
+  await tx.execute(sql`insert into product_list_positions (position, product_id)
+    select row_number() over (order by lower(name), id), id from products`)
 }
 
 export async function countMatchingProducts (db: Tx, filters: ProductFilters): Promise<number> {

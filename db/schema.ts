@@ -42,10 +42,6 @@ export const products = pgTable('products', {
   // A hash of the product as last imported; null once an order changed its stock. An import
   // that leaves it as it was does not touch updated_at.
   contentHash: text('content_hash'),
-  // The product's place in the list's order (by lower(name), then id), 1…n without gaps,
-  // renumbered by every import: page n of the unfiltered list is a range of it, as cheap at
-  // page 4,000 as at page 1.
-  listPosition: integer('list_position'),
   createdAt: createdAt(),
   updatedAt: updatedAt()
 }, (t) => [
@@ -56,10 +52,18 @@ export const products = pgTable('products', {
   index('products_barcode_idx').on(t.barcode),
   index('products_brand_idx').on(t.brandId),
   index('products_updated_idx').on(t.updatedAt),
-  index('products_list_position_idx').on(t.listPosition),
   check('products_quantity_not_negative', sql`${t.quantity} >= 0`),
   check('products_price_not_negative', sql`${t.price} >= 0`)
 ])
+
+// Each product's place in the list's order (by lower(name), then id), 1…n without gaps,
+// renumbered by every import: page n of the unfiltered list is a range of positions, as cheap
+// at page 4,000 as at page 1. A table of its own, so renumbering never locks the product rows
+// that orders update.
+export const productListPositions = pgTable('product_list_positions', {
+  position: integer('position').primaryKey(),
+  productId: uuid('product_id').notNull()
+})
 
 export const productCategories = pgTable('product_categories', {
   productId: uuid('product_id').notNull().references(() => products.id, { onDelete: 'cascade' }),
