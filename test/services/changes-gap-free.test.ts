@@ -45,6 +45,13 @@ const positionOf = (id: string) => {
 
 class RollBack extends Error {}
 
+/** A failed write in one line: PostgreSQL's code and message when there is one. */
+function describeError (err: unknown): string {
+  const cause = (err as { cause?: { code?: string, message?: string } }).cause
+  if (cause?.code !== undefined) return `${cause.code} ${cause.message ?? ''}`
+  return err instanceof Error ? err.message : String(err)
+}
+
 /** What `expected` holds more often than `actual`, and the other way round. */
 function multisetDifference (expected: string[], actual: string[]) {
   const counts = new Map<string, number>()
@@ -170,9 +177,13 @@ t.test('a reader following nextCursor sees every committed event exactly once wh
       }
       // Any status: a move the order's current status forbids writes nothing, and must show nothing.
       const to = pick(Object.keys(STATUS_TRANSITIONS) as OrderStatus[])
-      const change = await setOrderStatus(instances[i % 2]!.database.db, order.orderNumber, to)
-      if (change.ok) statusChanges.push({ orderId: order.id, from: change.from, to })
-      else refusedStatus++
+      try {
+        const change = await setOrderStatus(instances[i % 2]!.database.db, order.orderNumber, to)
+        if (change.ok) statusChanges.push({ orderId: order.id, from: change.from, to })
+        else refusedStatus++
+      } catch (err) {
+        writeFailures.push(`status change: ${describeError(err)}`)
+      }
     }
   }
 
@@ -180,10 +191,15 @@ t.test('a reader following nextCursor sees every committed event exactly once wh
     for (let i = 0; writing(); i++) {
       const fresh = [makeProduct({ name: `New ${i}a` }), makeProduct({ name: `New ${i}b` })]
       const changed = { ...pick(imported), price: randomInt(1, 500) }
-      await importProducts(instances[i % 2]!, [...fresh, changed])
+      // Its products count as imported either way: a failed import must have left no event.
       imported.push(...fresh)
       for (const p of fresh) importedIds.add(p.id)
-      imports++
+      try {
+        await importProducts(instances[i % 2]!, [...fresh, changed])
+        imports++
+      } catch (err) {
+        writeFailures.push(`import: ${describeError(err)}`)
+      }
       await sleep(randomInt(10, 40))
     }
   }
@@ -202,8 +218,9 @@ t.test('a reader following nextCursor sees every committed event exactly once wh
         })
         committedProbes.add(id)
       } catch (err) {
-        if (!(err instanceof RollBack)) throw err
+        // Rolled back either way; only our own roll-back is expected.
         rolledBackProbes.add(id)
+        if (!(err instanceof RollBack)) writeFailures.push(`probe: ${describeError(err)}`)
       }
     }
   }
