@@ -99,11 +99,6 @@ const statusChanges: Array<{ orderId: string, from: OrderStatus, to: OrderStatus
 const committedProbes = new Set<string>()
 const rolledBackProbes = new Set<string>()
 
-// publishEvents selects its batch with `select seq::text, … order by seq`, and ORDER BY takes
-// a bare name for the output column first: a batch is numbered in text order ('10' before
-// '9'), not in the order its events committed. Drop the todo once it sorts on the bigint.
-const TEXT_ORDER = { todo: 'publishEvents sorts a batch by seq as text (db/events.ts)' }
-
 t.test('one publication numbers its events in the order they committed', async (t) => {
   // Nothing publishes yet (the instances start their jobs when ready): write single-event
   // transactions across the next power of ten of seq, then publish them all at once.
@@ -119,8 +114,8 @@ t.test('one publication numbers its events in the order they committed', async (
   t.equal(await publishChanges(first), (await execute(first.db, sql`select 1 from change_events`)).length, 'one publication took every event')
   const res = await a.inject({ url: '/external/v1/changes?limit=500', headers: authHeaders(key) })
   const listed = res.json<Feed>().items.map((e) => e.resourceId).filter((id) => committedProbes.has(id))
-  t.same(listed, written, 'the feed lists them in the order they committed', TEXT_ORDER)
-  // A failing todo shows no diff.
+  // A batch that crosses a power of ten of seq: sorted as text it would read 10 before 9.
+  t.same(listed, written, 'the feed lists them in the order they committed')
   t.comment(`the feed lists seq ${listed.map((id) => row!.seq + 1 + written.indexOf(id)).join(', ')}`)
 })
 
@@ -357,7 +352,6 @@ t.test('a reader following nextCursor sees every committed event exactly once wh
   t.notOk(full.some((e) => e.type.startsWith('order.') && orders.get(e.resourceId)?.mine !== true), 'which this key never sees')
 
   // Commit order per order: created first, then each status change from the status before it.
-  // (A batch that crosses a power of ten of seq reverses them today: TEXT_ORDER.)
   const rows = await execute<{ position: number, seq: number, batch: string }>(first.db, sql`
     select position::int, seq::int, published_at::text as batch from change_events where position is not null`)
   const stored = new Map(rows.map((r) => [r.position, r]))
@@ -377,7 +371,7 @@ t.test('a reader following nextCursor sees every committed event exactly once wh
     }
     statusOf.set(e.resourceId, { status: String(e.data.status), event: e })
   }
-  t.same(chainProblems, [], 'each order\'s events follow the order its changes committed in', TEXT_ORDER)
+  t.same(chainProblems, [], 'each order\'s events follow the order its changes committed in')
   if (chainProblems.length > 0) t.comment(chainProblems.join('\n'))
 
   if (usingPostgres) t.ok(inversions >= ENOUGH.inversions, `${inversions} events published after one that began later (the case under test happened)`)
