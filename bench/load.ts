@@ -18,7 +18,10 @@ export interface LoadOptions {
 }
 
 export interface LoadResult {
+  /** Answers a second, whatever their status. */
   requestsPerSecond: number
+  /** 2xx answers (committed transactions for raw SQL) a second. */
+  okPerSecond: number
   /** Latencies in milliseconds. */
   p50: number
   p99: number
@@ -43,6 +46,7 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
   })
   return {
     requestsPerSecond: result.requests.total / result.duration,
+    okPerSecond: result['2xx'] / result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
     total: result.requests.total,
