@@ -26,12 +26,15 @@ export interface LoadResult {
   p50: number
   p99: number
   total: number
+  /** Requests sent, answered or not (those in flight when the run stops are not in `total`). */
+  sent?: number
   non2xx: number
   /** Connection errors and timeouts. */
   errors: number
 }
 
 export async function runLoad (options: LoadOptions): Promise<LoadResult> {
+  let sent = 0
   const result = await autocannon({
     url: options.baseUrl,
     connections: options.connections,
@@ -39,6 +42,7 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
     headers: options.headers,
     requests: [{
       setupRequest: (request) => {
+        sent++
         const spec = options.next()
         return { ...request, ...spec, headers: { ...request.headers, ...spec.headers } }
       }
@@ -50,6 +54,7 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
     p50: result.latency.p50,
     p99: result.latency.p99,
     total: result.requests.total,
+    sent,
     non2xx: result.non2xx,
     errors: result.errors
   }

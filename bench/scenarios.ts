@@ -67,7 +67,10 @@ export function catalogueScenarios (fixture: CatalogueFixture): Scenario[] {
     const filter = list[Math.floor(random() * list.length)]!
     return `/external/v1/products?${filter.query}&page=${oneTo(pagesOf(filter.total), random)}`
   }
-  const range = (list: ListFilter[]) => `${thousands(Math.min(...list.map((f) => f.total)))}–${thousands(Math.max(...list.map((f) => f.total)))}`
+  const range = (list: ListFilter[]) => {
+    const [min, max] = [Math.min(...list.map((f) => f.total)), Math.max(...list.map((f) => f.total))]
+    return min === max ? thousands(min) : `${thousands(min)}–${thousands(max)}`
+  }
   return [
     {
       name: 'bare-product',
