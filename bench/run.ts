@@ -398,7 +398,8 @@ async function main () {
   const seeding: Record<string, number> = {}
   if (pg) {
     log(`database: ${pg.label}`)
-    const database = await openDatabase({ url: pg.url, poolSize: 4 })
+    // No statement timeout: filling and VACUUM may take longer than a request may.
+    const database = await openDatabase({ url: pg.url, poolSize: 4, statementTimeoutMs: 0 })
     const sql = postgres(pg.url, { max: 1, onnotice: () => {} })
     const seedingStarted = performance.now()
     try {

@@ -59,6 +59,8 @@ export async function withBulkLoad<T> (run: RunSql, tables: string[], fill: () =
     from pg_index i join pg_class c on c.oid = i.indexrelid join pg_class t on t.oid = i.indrelid
     where t.relname in (${tables.map((t) => `'${t}'`).join(', ')}) and t.relnamespace = 'public'::regnamespace
       and not exists (select 1 from pg_constraint k where k.conindid = i.indexrelid)`) as Array<{ name: string, definition: string }>
+  // Building a trigram index over a million rows may take longer than a request's statement timeout.
+  await run('set local statement_timeout = 0')
   const [role] = await run('select rolsuper as superuser from pg_roles where rolname = current_user')
   if (role?.superuser) await run('set local session_replication_role = replica')
   for (const index of indexes) await run(`drop index "${index.name}"`)
