@@ -24,7 +24,6 @@ async function insertAll<T extends PgTable> (tx: Tx, table: T, rows: Array<T['$i
   }
 }
 
-
 const decimal = (amount: number) => toDecimalText(toCents(amount))
 const excluded = (column: string) => sql.raw(`excluded.${column}`)
 

@@ -151,7 +151,6 @@ function isAlive (pid: number): boolean {
   }
 }
 
-
 /** Applies the committed migrations; safe when several instances start at once. */
 export async function migrateDatabase (database: Database, url?: string): Promise<void> {
   if (database.kind === 'pglite') {

@@ -32,7 +32,6 @@ export async function recordEvents (tx: Tx, events: NewEvent[]): Promise<void> {
   await tx.execute(sql`insert into change_events (type, resource_id, api_key_id, data) values ${sql.join(rows, sql`, `)}`)
 }
 
-
 /**
  * Gives committed, unpublished events their feed positions; returns how many. One publisher
  * at a time (the others skip): its transaction takes the next positions after the last

@@ -75,22 +75,74 @@ export interface NewOrder {
   items: Array<{ productId: string, combinationId: string | null, name: string, quantity: number, singlePrice: string, totalPrice: string }>
 }
 
-/** Inserts the order (its number from the sequence), its items and the key's order count. */
+/**
+ * Inserts the order (its number from the sequence), its items, the key's order count and its
+ * `order.created` event, in one statement: one round trip whatever the number of lines.
+ */
 export async function insertOrder (tx: Tx, order: NewOrder, now: Date): Promise<OrderSummary> {
   const id = crypto.randomUUID()
-  const { items, ...fields } = order
-  const [created] = await tx.insert(orders).values({
-    ...fields,
-    id,
-    orderNumber: sql`nextval('order_number_seq')`,
-    status: 'pending',
-    createdAt: now,
-    updatedAt: now
-  }).returning()
-  await tx.insert(orderItems).values(items.map((item, line) => ({ ...item, orderId: id, line })))
-  await tx.insert(orderCounts).values({ apiKeyId: order.apiKeyId, shard: Math.floor(Math.random() * ORDER_COUNT_SHARDS), count: 1 })
-    .onConflictDoUpdate({ target: [orderCounts.apiKeyId, orderCounts.shard], set: { count: sql`${orderCounts.count} + 1` } })
-  return toSummary(created!)
+  const at = sql`${now.toISOString()}::timestamptz`
+  const items = order.items.map((item, line) => sql`(${id}::uuid, ${line}, ${item.productId}::uuid, ${item.combinationId}::uuid, ${item.name},
+    ${item.quantity}, ${item.singlePrice}::numeric, ${item.totalPrice}::numeric)`)
+  const [row] = await execute<RawOrderRow>(tx, sql`
+    with placed as (
+      insert into orders (id, order_number, api_key_id, status, total, delivery_fee, final_total, products_count,
+        customer_name, customer_phone, note, address, created_at, updated_at)
+      values (${id}::uuid, nextval('order_number_seq'), ${order.apiKeyId}::uuid, 'pending', ${order.total}::numeric,
+        ${order.deliveryFee}::numeric, ${order.finalTotal}::numeric, ${order.productsCount}, ${order.customerName},
+        ${order.customerPhone}, ${order.note}, ${order.address === null ? null : JSON.stringify(order.address)}::jsonb, ${at}, ${at})
+      returning *
+    ), lines as (
+      insert into order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)
+      values ${sql.join(items, sql`, `)}
+    ), counted as (
+      insert into order_counts (api_key_id, shard, count) values (${order.apiKeyId}::uuid, ${Math.floor(Math.random() * ORDER_COUNT_SHARDS)}, 1)
+      on conflict (api_key_id, shard) do update set count = order_counts.count + 1
+    ), event as (
+      insert into change_events (type, resource_id, api_key_id, data)
+      select 'order.created', id, api_key_id, jsonb_build_object('orderNumber', order_number::text, 'status', status) from placed
+    )
+    select id, order_number, api_key_id, status, total::text, delivery_fee::text, final_total::text, products_count,
+      customer_name, customer_phone, note, address, to_json(created_at) as created_at, to_json(updated_at) as updated_at
+    from placed`)
+  return toSummary(fromRaw(row!))
+}
+
+/** An orders row as raw SQL returns it (snake case, instants as JSON text). */
+interface RawOrderRow {
+  id: string
+  order_number: string | number
+  api_key_id: string
+  status: OrderStatus
+  total: string
+  delivery_fee: string
+  final_total: string
+  products_count: number
+  customer_name: string
+  customer_phone: string | null
+  note: string | null
+  address: unknown
+  created_at: string
+  updated_at: string
+}
+
+function fromRaw (row: RawOrderRow): OrderRow {
+  return {
+    id: row.id,
+    orderNumber: Number(row.order_number),
+    apiKeyId: row.api_key_id,
+    status: row.status,
+    total: row.total,
+    deliveryFee: row.delivery_fee,
+    finalTotal: row.final_total,
+    productsCount: row.products_count,
+    customerName: row.customer_name,
+    customerPhone: row.customer_phone,
+    note: row.note,
+    address: row.address,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at)
+  }
 }
 
 /** What was stored for an Idempotency-Key. */

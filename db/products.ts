@@ -216,18 +216,21 @@ export async function countProducts (db: Tx): Promise<number> {
 }
 
 /**
- * After stock changed: whether each product can still be ordered, and its updated_at. Its
- * content hash is cleared, so the next import counts as a change even if the file is the
- * same (it puts the stock back).
+ * After stock changed: whether each product can still be ordered, its updated_at, and its
+ * `product.updated` event, in one statement. Its content hash is cleared, so the next import
+ * counts as a change even if the file is the same (it puts the stock back).
  */
 export async function refreshProductState (tx: Tx, productIds: string[], now: Date): Promise<void> {
   if (productIds.length === 0) return
-  await tx.execute(sql`update products p set updated_at = ${now.toISOString()}::timestamptz, content_hash = null,
-    available = p.is_available and case
-      when exists (select 1 from combinations c where c.product_id = p.id)
-        then exists (select 1 from combinations c where c.product_id = p.id and c.is_available and (c.quantity is null or c.quantity > 0))
-      else p.quantity is null or p.quantity > 0 end
-    where p.id in (${list(productIds)})`)
+  await tx.execute(sql`with refreshed as (
+      update products p set updated_at = ${now.toISOString()}::timestamptz, content_hash = null,
+        available = p.is_available and case
+          when exists (select 1 from combinations c where c.product_id = p.id)
+            then exists (select 1 from combinations c where c.product_id = p.id and c.is_available and (c.quantity is null or c.quantity > 0))
+          else p.quantity is null or p.quantity > 0 end
+      where p.id in (${list(productIds)})
+      returning p.id)
+    insert into change_events (type, resource_id) select 'product.updated', id from refreshed`)
 }
 
 export type Grouping = 'categories' | 'brands'

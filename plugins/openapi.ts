@@ -33,12 +33,13 @@ export const PARAMETER_EXAMPLES: Record<string, Record<string, string | number>>
     categoryIds: 'ca7e6000-0000-4000-8000-000000000001,ca7e6000-0000-4000-8000-000000000002',
     brandIds: 'b7a4d000-0000-4000-8000-000000000001',
     barcode: '4006381000017',
-    sku: 'COF-ETH-250'
+    sku: 'COF-ETH-250',
+    updatedSince: '2026-01-01T00:00:00Z'
   },
   getProduct: { id: 'd3e00000-0000-4000-8000-000000000020' },
   listCategories: { page: 1 },
   listBrands: { page: 1 },
-  listOrders: { query: 'Ada', page: 1 },
+  listOrders: { query: 'Ada', page: 1, updatedSince: '2026-01-01T00:00:00Z' },
   getOrder: { orderNumberOrId: '100001' },
   listChanges: { after: 'evt_0', limit: 100 }
 }

@@ -2,7 +2,6 @@
 // at this moment, stock is taken with conditional decrements (never below zero, whatever
 // the concurrency), and an Idempotency-Key is claimed, replayed or refused on one path.
 import type { Database } from '../db/client.ts'
-import { recordEvents } from '../db/events.ts'
 import {
   claimIdempotencyKey, deleteExpiredIdempotencyKeys, findIdempotencyRecord, findOrderSummary, insertOrder, loadSellables, stockLeft,
   storeIdempotentResponse, takeStock, type IdempotencyRecord, type SellableRow, type StockOwner
@@ -67,9 +66,8 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
           throw orderCreationFailed(stock.lines.map((i) => outOfStock(i, priced.names[i]!, available)))
         }
       }
-      // Stock is part of what integrators see of a product: its availability and updatedAt follow.
-      const restocked = [...new Set(priced.stock.map((taken) => taken.productId))]
-      await refreshProductState(tx, restocked, now)
+      // Stock is part of what integrators see of a product: its availability, updatedAt and event follow.
+      await refreshProductState(tx, [...new Set(priced.stock.map((taken) => taken.productId))], now)
       const deliveryFee: Cents = request.address ? toCents(input.settings.deliveryFee) : 0
       if (priced.total + deliveryFee > MAX_AMOUNT_CENTS) throw apiError('order_creation_failed', 'The order total is larger than an order can hold')
       const placed = await insertOrder(tx, {
@@ -84,10 +82,6 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
         address: request.address,
         items: priced.items
       }, now)
-      await recordEvents(tx, [
-        { type: 'order.created', resourceId: placed.id, apiKeyId: input.apiKeyId, data: { orderNumber: placed.orderNumber, status: placed.status } },
-        ...restocked.map((id) => ({ type: 'product.updated' as const, resourceId: id }))
-      ])
       if (idempotency) {
         await storeIdempotentResponse(tx, input.apiKeyId, idempotency.key, { body: placed, shapeVersion: ORDER_SHAPE_VERSION, location: input.locationOf(placed.id) })
       }

@@ -17,7 +17,8 @@ const CATEGORIES = {
   ],
   page: 1,
   pageSize: 25,
-  total: 5
+  total: 5,
+  nextCursor: null
 }
 const BRANDS = {
   items: [
@@ -27,7 +28,8 @@ const BRANDS = {
   ],
   page: 1,
   pageSize: 25,
-  total: 3
+  total: 3,
+  nextCursor: null
 }
 
 const ROUTES = [

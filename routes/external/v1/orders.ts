@@ -122,7 +122,7 @@ Send an Idempotency-Key to retry safely: the same key and body within 24 hours r
       querystring: ListOrdersQuery,
       response: {
         ...conditionalResponses(documentedResponse('A page of your orders, newest first', ref(OrderPage), {
-          ada: { summary: 'Your orders for Ada, as the parameter examples ask', value: { items: [ORDER_SUMMARY], page: 1, pageSize: 25, total: 1 } }
+          ada: { summary: 'Your orders for Ada, as the parameter examples ask', value: { items: [ORDER_SUMMARY], page: 1, pageSize: 25, total: 1, nextCursor: null } }
         }, ordersHeaders(200)), ordersHeaders(200)),
         ...withHeaders(v1Errors(), ordersHeaders)
       }

@@ -51,7 +51,8 @@ const YIRGACHEFFE_PAGE = {
   }],
   page: 1,
   pageSize: 25,
-  total: 1
+  total: 1,
+  nextCursor: null
 }
 
 // The list's own parameters: none may come with a cursor (unknown ones are ignored, as always).
