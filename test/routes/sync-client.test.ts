@@ -39,14 +39,14 @@ await importProducts(one, catalogue)
 
 t.test('a copy kept by cursors and the feed ends identical to the store after a storm of changes', async (t) => {
   const apps = [one, two]
-  let stop = false
+  const storming = { on: true }
   let imports = 0
   const placed: Array<{ orderNumber: string, status: OrderStatus }> = []
 
   // The storm: orders on both instances, status changes, price and stock imports.
   const storm = Promise.all([
     ...apps.map(async (app) => {
-      for (let i = 0; !stop; i++) {
+      for (let i = 0; storming.on; i++) {
         const res = await postOrder(app, key, orderBody([line(catalogue[(i * 7) % catalogue.length]!, 1 + (i % 3))]))
         if (res.statusCode === 201) placed.push({ orderNumber: res.json<{ orderNumber: string }>().orderNumber, status: 'pending' })
         await sleep(30)
@@ -54,7 +54,7 @@ t.test('a copy kept by cursors and the feed ends identical to the store after a 
     }),
     (async () => {
       const next: Record<string, OrderStatus> = { pending: 'confirmed', confirmed: 'processing', processing: 'shipped' }
-      while (!stop) {
+      while (storming.on) {
         const order = placed[Math.floor(Math.random() * placed.length)]
         if (order && next[order.status]) {
           const change = await setOrderStatus(database.db, order.orderNumber, next[order.status]!)
@@ -64,7 +64,7 @@ t.test('a copy kept by cursors and the feed ends identical to the store after a 
       }
     })(),
     (async () => {
-      for (let round = 0; !stop; round++, imports++) {
+      for (let round = 0; storming.on; round++, imports++) {
         const changed = catalogue.filter((_, i) => i % 5 === round % 5).map((p) => ({ ...p, price: p.price + round, quantity: 1000 + round }))
         await importProducts(one, [...changed, makeProduct({ name: `Sync new ${round}` })])
         await sleep(300)
@@ -97,7 +97,7 @@ t.test('a copy kept by cursors and the feed ends identical to the store after a 
     }
   }
   while (!enough()) await follow()
-  stop = true
+  storming.on = false
   await storm
   // The storm is over: follow until the feed is quiet for longer than it takes to settle.
   let quiet = 0
