@@ -45,7 +45,12 @@ export const ConfigSchema = Type.Object({
   IDEMPOTENCY_LOCK_TIMEOUT_MS: Type.Integer({ default: 5000, minimum: 100, description: 'How long a duplicate create-order waits for the first before 409 idempotency_key_in_use' }),
 
   // What each instance keeps in memory, and how fast it notices changes made elsewhere.
-  STATE_POLL_MS: Type.Integer({ default: 500, minimum: 10, description: 'How often settings and the catalogue version are polled' }),
+  STATE_POLL_MS: Type.Integer({ default: 250, minimum: 10, description: 'How often settings and the catalogue version are polled' }),
+  READ_SETTLE_MS: Type.Integer({
+    default: 750,
+    minimum: 0,
+    description: 'How long a published change waits before the changes feed shows it; an instance whose last poll is older serves no cached read, so a read that follows the feed sees the change (keep it above STATE_POLL_MS)'
+  }),
   KEY_CACHE_TTL_MS: Type.Integer({ default: 2000, minimum: 0, description: 'How long an API key is trusted before it is looked up again; bounds the revocation delay' }),
   KEY_LAST_USED_FLUSH_MS: Type.Integer({ default: 5000, minimum: 100, description: 'How often keys\' last use is written' }),
   CATALOG_CACHE_ENTRIES: Type.Integer({ default: 20000, minimum: 0, description: 'Catalogue reads (products, pages) cached per instance' }),
@@ -53,6 +58,10 @@ export const ConfigSchema = Type.Object({
 
   DISCOUNT_SWEEP_MS: Type.Integer({ default: 30000, minimum: 100, maximum: 60000, description: 'How often products whose discount window opened or closed get a new updatedAt (at most a minute late)' }),
   DISCOUNT_SWEEP_LOOKBACK_MS: Type.Integer({ default: 86400000, minimum: 60000, description: 'How far back the discount sweep looks for boundaries it may have missed (instances down, a restart)' }),
+
+  EVENT_PUBLISH_MS: Type.Integer({ default: 50, minimum: 5, description: 'How often committed change events are published to the changes feed' }),
+  CHANGES_RETENTION_DAYS: Type.Integer({ default: 30, minimum: 1, description: 'How long the changes feed keeps events; an older cursor answers 410 cursor_expired' }),
+  CHANGES_PRUNE_MS: Type.Integer({ default: 600000, minimum: 1000, description: 'How often events past their retention are deleted' }),
 
   AUTH_FAILURE_LIMIT: Type.Integer({ default: 60, minimum: 1, description: 'Failed authentications per client IP and rate-limit window' }),
   MAINTENANCE_RETRY_AFTER: Type.Integer({ default: 60, minimum: 1, description: 'Retry-After seconds of store_under_maintenance' }),

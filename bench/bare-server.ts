@@ -1,5 +1,5 @@
 // Child process of bench/run.ts: the baseline. A bare Fastify server that answers the same
-// product and page JSON as the app, from memory: no key, no database, no schemas.
+// product, product page and orders page JSON as the app, from memory: no key, no database, no schemas.
 import Fastify from 'fastify'
 import type { BareServerData, FromBareServer } from './processes.ts'
 
@@ -15,6 +15,7 @@ app.get<{ Params: { id: string } }>('/products/:id', async (request, reply) => {
   return product ?? reply.code(404).send({ error: 'product_not_found' })
 })
 app.get('/products', async () => data.page)
+app.get('/orders', async (request, reply) => data.ordersPage ?? reply.code(404).send({ error: 'not_found' }))
 
 await app.listen({ host: '127.0.0.1', port: 0 })
 const address = app.server.address()

@@ -1,7 +1,9 @@
-// A synthetic but plausible catalogue for the benchmarks: brand + descriptor + item names,
-// SKUs and EAN-13 barcodes, ~10% of products with variants and combinations, some
-// discounts and untracked stock. Deterministic for a seed, so every process of a run
-// (the orchestrator, the app server) builds the same one.
+// A synthetic but plausible catalogue for the benchmarks: names composed from word lists
+// (brand, adjective, material, item, size, model), so that any 3–6 letter piece of a name
+// finds a varied number of products; SKUs and EAN-13 barcodes; about 20% of products with
+// variants and combinations; some discounts, untracked stock and unavailable products.
+// Deterministic for a seed, so every process of a run (the orchestrator, the app server
+// with PGlite) builds the same one.
 import type { CatalogFile, CatalogProduct } from '../schemas/catalog-file.ts'
 
 /** mulberry32: small, fast, good enough to spread test data. */
@@ -16,74 +18,113 @@ export function randomGenerator (seed: number): () => number {
   }
 }
 
-const BRANDS = ['Northwind', 'Contoso', 'Fabrikam', 'Tailspin', 'Adventure Works', 'Litware', 'Proseware', 'Wingtip',
-  'Alpine Ski House', 'Coho', 'Lamna', 'Margie', 'Fourth Coffee', 'Humongous', 'Lucerne', 'Woodgrove', 'Trey',
-  'Blue Yonder', 'Wide World', 'Graphic Design', 'Relecloud', 'Bellows', 'Datum', 'Nod', 'Southridge', 'Consolidated',
-  'Tasmanian', 'Baltic', 'Kestrel', 'Osprey']
+const BRANDS = ['Northwind', 'Contoso', 'Fabrikam', 'Tailspin', 'Litware', 'Proseware', 'Wingtip', 'Coho', 'Lamna',
+  'Lucerne', 'Woodgrove', 'Relecloud', 'Bellows', 'Southridge', 'Kestrel', 'Osprey', 'Alderbrook', 'Brightwell',
+  'Cinderfell', 'Dunmore', 'Elmstead', 'Fernhollow', 'Glenvar', 'Harrowgate', 'Ironbark', 'Juniper & Co', 'Kilnworth',
+  'Larchmont', 'Mossgiel', 'Nettlebed', 'Oakhurst', 'Pinecrest', 'Quillon', 'Rookwood', 'Saltmarsh', 'Thistledown',
+  'Umberleigh', 'Vantor', 'Willowmere', 'Yarrowby', 'Zephyrine', 'Ardent', 'Bramblecote', 'Copperline',
+  'Driftwood Supply', 'Emberly', 'Foxglove', 'Granitehill', 'Hearthstone', 'Isleworth', 'Jasperfield', 'Knotwork',
+  'Lumen', 'Marlowe', 'Northcape', 'Ottoline', 'Penrose', 'Quarry Lane', 'Redfern', 'Stillwater']
 
-const DESCRIPTORS = ['Classic', 'Organic', 'Premium', 'Compact', 'Deluxe', 'Everyday', 'Vintage', 'Smart', 'Rustic',
-  'Nordic', 'Urban', 'Essential', 'Signature', 'Heritage', 'Studio', 'Travel', 'Professional', 'Eco', 'Lightweight',
-  'Heavy-Duty', 'Artisan', 'Select', 'Original', 'Limited', 'Midnight', 'Golden', 'Coastal', 'Alpine', 'Velvet',
-  'Ceramic', 'Bamboo', 'Walnut', 'Copper', 'Granite', 'Linen', 'Merino', 'Cotton', 'Leather', 'Oak', 'Slate']
+const ADJECTIVES = ['Classic', 'Compact', 'Deluxe', 'Everyday', 'Vintage', 'Smart', 'Rustic', 'Nordic', 'Urban',
+  'Essential', 'Signature', 'Heritage', 'Studio', 'Travel', 'Professional', 'Lightweight', 'Heavy-Duty', 'Artisan',
+  'Select', 'Original', 'Limited', 'Midnight', 'Golden', 'Coastal', 'Alpine', 'Foldable', 'Insulated', 'Ergonomic',
+  'Modular', 'Minimalist', 'Rugged', 'Slim', 'Oversized', 'Handcrafted', 'Weatherproof', 'Portable', 'Stackable',
+  'Adjustable', 'Reversible', 'Quilted', 'Brushed', 'Polished', 'Hammered', 'Matte', 'Glossy', 'Textured', 'Woven',
+  'Padded', 'Cordless', 'Rechargeable', 'Magnetic', 'Collapsible', 'Double-Walled', 'Wide-Mouth', 'Low-Profile',
+  'Grand', 'Royal', 'Misty', 'Arctic', 'Tropical', 'Harbour']
 
+const MATERIALS = ['Walnut', 'Oak', 'Bamboo', 'Teak', 'Maple', 'Cherry', 'Copper', 'Brass', 'Steel', 'Stainless',
+  'Aluminium', 'Cast Iron', 'Ceramic', 'Porcelain', 'Stoneware', 'Terracotta', 'Glass', 'Marble', 'Granite', 'Slate',
+  'Linen', 'Cotton', 'Merino', 'Wool', 'Cashmere', 'Leather', 'Suede', 'Canvas', 'Denim', 'Silk', 'Velvet', 'Hemp',
+  'Cork', 'Rattan', 'Wicker', 'Jute', 'Felt', 'Acacia', 'Birch', 'Concrete']
+
+const MODELS = ['Pro', 'Plus', 'Max', 'Lite', 'Mini', 'Mk II', 'Mk III', 'No. 5', 'No. 9', 'Edition', 'Reserve', 'One']
+
+type VariantKind = 'apparel' | 'shoes' | 'colour' | 'size'
 // Each item carries its SKU code, its category and, for some, the variants it comes in.
-interface ItemKind { name: string, code: string, category: number, sizes?: string[], variants?: 'apparel' | 'size' | 'colour' }
+interface ItemKind { name: string, code: string, category: number, sizes?: string[], variants?: VariantKind }
 const ITEMS: ItemKind[] = [
   { name: 'Espresso Beans', code: 'ESP', category: 0, sizes: ['250 g', '500 g', '1 kg'] },
   { name: 'Filter Coffee', code: 'FLT', category: 0, sizes: ['250 g', '1 kg'] },
+  { name: 'Cold Brew Concentrate', code: 'CBC', category: 0, sizes: ['500 ml', '1 l'] },
   { name: 'Green Tea', code: 'GTE', category: 1, sizes: ['20 bags', '50 g', '100 g'] },
   { name: 'Black Tea', code: 'BTE', category: 1, sizes: ['20 bags', '100 g'] },
   { name: 'Herbal Infusion', code: 'HRB', category: 1 },
   { name: 'Coffee Mug', code: 'MUG', category: 2, sizes: ['250 ml', '350 ml'], variants: 'colour' },
   { name: 'Travel Tumbler', code: 'TMB', category: 2, sizes: ['350 ml', '500 ml'], variants: 'colour' },
+  { name: 'Water Bottle', code: 'BTL', category: 2, sizes: ['500 ml', '750 ml'], variants: 'colour' },
+  { name: 'Teapot', code: 'TPT', category: 2, variants: 'size' },
   { name: 'French Press', code: 'FRP', category: 3, sizes: ['0.35 l', '1 l'] },
-  { name: 'Pour-Over Dripper', code: 'DRP', category: 3 },
+  { name: 'Pour-Over Dripper', code: 'DRP', category: 3, variants: 'colour' },
   { name: 'Burr Grinder', code: 'GRD', category: 3 },
-  { name: 'Electric Kettle', code: 'KTL', category: 4, sizes: ['1 l', '1.7 l'] },
+  { name: 'Electric Kettle', code: 'KTL', category: 4, sizes: ['1 l', '1.7 l'], variants: 'colour' },
   { name: 'Milk Frother', code: 'FRO', category: 4 },
-  { name: 'Espresso Machine', code: 'EMC', category: 4 },
+  { name: 'Espresso Machine', code: 'EMC', category: 4, variants: 'colour' },
+  { name: 'Toaster', code: 'TST', category: 4, variants: 'colour' },
   { name: 'T-Shirt', code: 'TEE', category: 5, variants: 'apparel' },
   { name: 'Hoodie', code: 'HOD', category: 5, variants: 'apparel' },
+  { name: 'Rain Jacket', code: 'JKT', category: 5, variants: 'apparel' },
   { name: 'Apron', code: 'APR', category: 5, variants: 'colour' },
-  { name: 'Cap', code: 'CAP', category: 5, variants: 'colour' },
-  { name: 'Tote Bag', code: 'TOT', category: 6, variants: 'colour' },
-  { name: 'Notebook', code: 'NTB', category: 6, sizes: ['A5', 'A6'] },
-  { name: 'Scented Candle', code: 'CND', category: 7, sizes: ['180 g', '320 g'], variants: 'size' },
-  { name: 'Throw Blanket', code: 'BLK', category: 7, variants: 'colour' },
-  { name: 'Cutting Board', code: 'CUT', category: 8, variants: 'size' },
-  { name: 'Chef Knife', code: 'KNF', category: 8, variants: 'size' },
-  { name: 'Cast Iron Skillet', code: 'SKL', category: 8, variants: 'size' },
-  { name: 'Olive Oil', code: 'OIL', category: 9, sizes: ['500 ml', '1 l'] },
-  { name: 'Dark Chocolate', code: 'CHO', category: 9, sizes: ['100 g', '200 g'] },
-  { name: 'Granola', code: 'GRN', category: 9, sizes: ['400 g', '750 g'] },
-  { name: 'Honey Jar', code: 'HNY', category: 9, sizes: ['250 g', '500 g'] },
-  { name: 'Water Bottle', code: 'BTL', category: 10, sizes: ['500 ml', '750 ml'], variants: 'colour' },
-  { name: 'Yoga Mat', code: 'YGM', category: 10, variants: 'colour' },
-  { name: 'Desk Lamp', code: 'LMP', category: 11, variants: 'colour' },
-  { name: 'Wireless Charger', code: 'CHG', category: 11 },
-  { name: 'Bluetooth Speaker', code: 'SPK', category: 11, variants: 'colour' },
-  { name: 'Plant Pot', code: 'POT', category: 7, sizes: ['12 cm', '18 cm', '24 cm'] },
-  { name: 'Picture Frame', code: 'FRM', category: 7, variants: 'size' }
+  { name: 'Beanie', code: 'BNE', category: 5, variants: 'colour' },
+  { name: 'Sneakers', code: 'SNK', category: 6, variants: 'shoes' },
+  { name: 'Hiking Boots', code: 'BOT', category: 6, variants: 'shoes' },
+  { name: 'Slippers', code: 'SLP', category: 6, variants: 'shoes' },
+  { name: 'Notebook', code: 'NTB', category: 7, sizes: ['A5', 'A6'], variants: 'colour' },
+  { name: 'Fountain Pen', code: 'PEN', category: 7, variants: 'colour' },
+  { name: 'Desk Organiser', code: 'ORG', category: 7 },
+  { name: 'Scented Candle', code: 'CND', category: 8, sizes: ['180 g', '320 g'], variants: 'size' },
+  { name: 'Picture Frame', code: 'FRM', category: 8, variants: 'size' },
+  { name: 'Wall Clock', code: 'CLK', category: 8 },
+  { name: 'Throw Blanket', code: 'BLK', category: 9, variants: 'colour' },
+  { name: 'Pillowcase Set', code: 'PLW', category: 9, variants: 'colour' },
+  { name: 'Duvet Cover', code: 'DUV', category: 9, variants: 'size' },
+  { name: 'Bath Towel', code: 'TWL', category: 10, variants: 'colour' },
+  { name: 'Soap Dish', code: 'SOP', category: 10 },
+  { name: 'Cutting Board', code: 'CUT', category: 11, variants: 'size' },
+  { name: 'Chef Knife', code: 'KNF', category: 11, variants: 'size' },
+  { name: 'Salad Bowl', code: 'BWL', category: 11, sizes: ['20 cm', '28 cm'] },
+  { name: 'Cast Iron Skillet', code: 'SKL', category: 12, variants: 'size' },
+  { name: 'Dutch Oven', code: 'DOV', category: 12, variants: 'colour' },
+  { name: 'Saucepan', code: 'SPN', category: 12, sizes: ['1.5 l', '2.5 l'] },
+  { name: 'Olive Oil', code: 'OIL', category: 13, sizes: ['500 ml', '1 l'] },
+  { name: 'Dark Chocolate', code: 'CHO', category: 13, sizes: ['100 g', '200 g'] },
+  { name: 'Granola', code: 'GRN', category: 13, sizes: ['400 g', '750 g'] },
+  { name: 'Honey Jar', code: 'HNY', category: 13, sizes: ['250 g', '500 g'] },
+  { name: 'Camping Chair', code: 'CHR', category: 14, variants: 'colour' },
+  { name: 'Yoga Mat', code: 'YGM', category: 14, variants: 'colour' },
+  { name: 'Picnic Blanket', code: 'PIC', category: 14 },
+  { name: 'Plant Pot', code: 'POT', category: 15, sizes: ['12 cm', '18 cm', '24 cm'] },
+  { name: 'Watering Can', code: 'WCN', category: 15, variants: 'colour' },
+  { name: 'Pruning Shears', code: 'PRN', category: 15 },
+  { name: 'Bluetooth Speaker', code: 'SPK', category: 16, variants: 'colour' },
+  { name: 'Wireless Charger', code: 'CHG', category: 16 },
+  { name: 'Headphones', code: 'HPH', category: 16, variants: 'colour' },
+  { name: 'Desk Lamp', code: 'LMP', category: 17, variants: 'colour' },
+  { name: 'Pendant Light', code: 'PND', category: 17, variants: 'size' },
+  { name: 'Dog Bed', code: 'DOG', category: 18, variants: 'size' },
+  { name: 'Cat Scratcher', code: 'CAT', category: 18 },
+  { name: 'Building Blocks', code: 'BLD', category: 19, sizes: ['100 pieces', '250 pieces'] },
+  { name: 'Wooden Puzzle', code: 'PUZ', category: 19 }
 ]
 
-const CATEGORY_NAMES = ['Coffee', 'Tea', 'Drinkware', 'Brewing', 'Appliances', 'Apparel', 'Stationery', 'Home',
-  'Kitchen', 'Pantry', 'Outdoor', 'Electronics']
-const COLOURS = ['Black', 'White', 'Red', 'Navy', 'Forest Green', 'Sand', 'Charcoal', 'Mustard']
+const CATEGORY_NAMES = ['Coffee', 'Tea', 'Drinkware', 'Brewing', 'Appliances', 'Apparel', 'Footwear', 'Stationery',
+  'Home Decor', 'Bedding', 'Bath', 'Kitchen', 'Cookware', 'Pantry', 'Outdoor', 'Garden', 'Electronics', 'Lighting',
+  'Pets', 'Toys']
+const COLOURS = ['Black', 'White', 'Red', 'Navy', 'Forest Green', 'Sand', 'Charcoal', 'Mustard', 'Sky Blue', 'Terracotta']
 const SIZES = ['XS', 'S', 'M', 'L', 'XL', 'XXL']
+const SHOE_SIZES = ['36', '37', '38', '39', '40', '41', '42', '43', '44', '45', '46']
 const DIMENSIONS = ['Small', 'Medium', 'Large', 'Extra Large']
 
 export interface BenchCatalog {
   catalog: CatalogFile
   /** Product ids, in generation order. */
   productIds: string[]
-  /** Search terms that match a few products each (the first is the showcase), with their match counts. */
-  searchTerms: Array<{ term: string, matches: number }>
 }
 
 // Share of item kinds that come in variants: scales the per-product chance so that
 // `withVariants` of all products get them.
 const VARIANT_KINDS = ITEMS.filter((i) => i.variants).length / ITEMS.length
-const SEARCH_TERMS = 100
 
 export interface CatalogOptions {
   products: number
@@ -92,16 +133,15 @@ export interface CatalogOptions {
   withVariants?: number
 }
 
-export function generateCatalog ({ products: count, seed, withVariants = 0.1 }: CatalogOptions): BenchCatalog {
+export function generateCatalog ({ products: count, seed, withVariants = 0.2 }: CatalogOptions): BenchCatalog {
   const random = randomGenerator(seed)
   const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1))
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!
   const chance = (p: number) => random() < p
+  const hex = '0123456789abcdef'
   const uuid = () => {
-    const hex = Array.from({ length: 32 }, () => Math.floor(random() * 16).toString(16))
-    hex[12] = '4'
-    hex[16] = '89ab'[Math.floor(random() * 4)]!
-    const s = hex.join('')
+    let s = ''
+    for (let i = 0; i < 32; i++) s += i === 12 ? '4' : i === 16 ? '89ab'[Math.floor(random() * 4)]! : hex[Math.floor(random() * 16)]!
     return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20)}`
   }
   const cents = (min: number, max: number) => int(Math.round(min * 100), Math.round(max * 100)) / 100
@@ -129,19 +169,17 @@ export function generateCatalog ({ products: count, seed, withVariants = 0.1 }: 
   const categories = CATEGORY_NAMES.map((name) => ({ id: uuid(), name }))
   const brands = BRANDS.map((name) => ({ id: uuid(), name }))
   const list: CatalogProduct[] = []
-  const pairs = new Map<string, number>()
-  const triples = new Map<string, number>()
-  const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
   for (let i = 0; i < count; i++) {
     const item = pick(ITEMS)
     const brand = pick(brands)
-    const descriptor = pick(DESCRIPTORS)
-    const size = item.sizes && chance(0.8) ? ` ${pick(item.sizes)}` : ''
-    const name = `${brand.name} ${descriptor} ${item.name}${size}`
-    bump(pairs, `${descriptor} ${item.name}`)
-    bump(triples, `${brand.name} ${descriptor} ${item.name}`)
-    const sku = `${item.code}-${brand.name.slice(0, 3).toUpperCase()}-${String(i + 1).padStart(6, '0')}`
-    const price = cents(item.category === 4 ? 29 : 1.5, item.category === 4 ? 899 : 89)
+    const material = chance(0.75) ? ` ${pick(MATERIALS)}` : ''
+    const model = chance(0.25) ? ` ${pick(MODELS)}` : ''
+    const size = item.sizes && chance(0.7) ? ` ${pick(item.sizes)}` : ''
+    const name = `${brand.name} ${pick(ADJECTIVES)}${material} ${item.name}${model}${size}`
+    const sku = `${item.code}-${brand.name.replace(/\W/g, '').slice(0, 3).toUpperCase()}-${String(i + 1).padStart(6, '0')}`
+    const price = cents(item.category === 4 ? 29 : 1.5, item.category === 4 ? 899 : 149)
+    const category = categories[item.category]!.id
+    const second = chance(0.2) ? pick(categories).id : category
     const product: CatalogProduct = {
       id: uuid(),
       name,
@@ -152,26 +190,22 @@ export function generateCatalog ({ products: count, seed, withVariants = 0.1 }: 
       discount: chance(0.15) ? discount() : null,
       isAvailable: chance(0.93),
       imageUrl: chance(0.8) ? `https://cdn.example.com/products/${sku.toLowerCase()}.jpg` : null,
-      categoryIds: chance(0.2) ? [categories[item.category]!.id, pick(categories).id] : [categories[item.category]!.id],
+      categoryIds: second === category ? [category] : [category, second],
       brandId: brand.id
     }
-    if (item.variants && chance(withVariants / VARIANT_KINDS)) addVariants(product, item)
+    if (item.variants && chance(withVariants / VARIANT_KINDS)) addVariants(product, item.variants)
     list.push(product)
   }
-  // Fix the categories' duplicates a second pick may have made.
-  for (const p of list) p.categoryIds = [...new Set(p.categoryIds)]
-  const catalog = { categories, brands, products: list }
-  let terms = chooseSearchTerms(pairs, SEARCH_TERMS)
-  if (terms.length < SEARCH_TERMS) terms = [...terms, ...chooseSearchTerms(triples, SEARCH_TERMS - terms.length)]
-  if (terms.length === 0) terms = list.slice(0, SEARCH_TERMS).map((p) => p.sku!)
-  const matches = countMatches(catalog, terms)
-  return { catalog, productIds: list.map((p) => p.id), searchTerms: terms.map((term, i) => ({ term, matches: matches[i]! })) }
+  return { catalog: { categories, brands, products: list }, productIds: list.map((p) => p.id) }
 
-  function addVariants (product: CatalogProduct, item: ItemKind) {
+  function addVariants (product: CatalogProduct, kind: VariantKind) {
     const dimensions: Array<{ name: string, values: string[] }> = []
-    if (item.variants === 'apparel') {
+    if (kind === 'apparel') {
       dimensions.push({ name: 'Colour', values: pickSome(COLOURS, int(2, 4)) }, { name: 'Size', values: SIZES.slice(int(0, 1), int(4, 6)) })
-    } else if (item.variants === 'colour') {
+    } else if (kind === 'shoes') {
+      const from = int(0, 4)
+      dimensions.push({ name: 'Colour', values: pickSome(COLOURS, int(1, 3)) }, { name: 'Size', values: SHOE_SIZES.slice(from, from + int(4, 7)) })
+    } else if (kind === 'colour') {
       dimensions.push({ name: 'Colour', values: pickSome(COLOURS, int(2, 5)) })
     } else {
       dimensions.push({ name: 'Size', values: DIMENSIONS.slice(0, int(2, 4)) })
@@ -203,17 +237,23 @@ export function generateCatalog ({ products: count, seed, withVariants = 0.1 }: 
   }
 }
 
-/** What `query` is matched against: the same lower-cased texts the import indexes. */
-function searchable (p: CatalogProduct): string {
+/** What `query` is matched against: the lower-cased name, SKUs and barcodes (db/catalog.ts searchText). */
+export function searchText (p: CatalogProduct): string {
   return [p.name, p.sku, p.barcode, ...(p.combinations ?? []).flatMap((c) => [c.sku, c.barcode])]
     .filter((s): s is string => typeof s === 'string' && s !== '')
+    .map((s) => s.toLowerCase())
     .join('\n')
-    .toLowerCase()
+}
+
+/** Whether it can be ordered now (db/catalog.ts orderable): what `isAvailable` answers and filters on. */
+export function orderable (p: CatalogProduct): boolean {
+  const inStock = (item: { quantity?: number | null, isAvailable: boolean }) => item.isAvailable && (item.quantity == null || item.quantity > 0)
+  return p.isAvailable && (p.combinations?.length ? p.combinations.some(inStock) : inStock(p))
 }
 
 /** How many products each term matches (case-insensitive substring, as the API searches). */
 export function countMatches (catalog: CatalogFile, terms: string[]): number[] {
-  const texts = (catalog.products ?? []).map(searchable)
+  const texts = (catalog.products ?? []).map(searchText)
   return terms.map((term) => {
     const needle = term.toLowerCase()
     return texts.reduce((n, text) => n + (text.includes(needle) ? 1 : 0), 0)
@@ -221,16 +261,22 @@ export function countMatches (catalog: CatalogFile, terms: string[]): number[] {
 }
 
 /**
- * Terms an integrator might type that match only a few products: "descriptor item"
- * (Walnut Coffee Mug), or with the brand in front when pairs alone match too many.
- * Closest to the middle of the range first, then alphabetical, so a seed gives one list.
- * At least 10 letters, so each has over a thousand case variants (see bench/scenarios.ts).
+ * Search terms as an integrator types them: a 3–6 letter piece of a word of a random
+ * product's name ("alnu" of Walnut, "Ergon", "ket"), so the terms are many and each
+ * finds anything from a few products to tens of thousands.
  */
-function chooseSearchTerms (frequencies: Map<string, number>, limit: number, want = { min: 3, max: 8 }): string[] {
-  const target = (want.min + want.max) / 2
-  return [...frequencies]
-    .filter(([term, n]) => n >= want.min && n <= want.max && term.replace(/[^a-z]/gi, '').length >= 10)
-    .sort(([a, n], [b, m]) => Math.abs(n - target) - Math.abs(m - target) || (a < b ? -1 : 1))
-    .slice(0, limit)
-    .map(([term]) => term)
+export function namePieces (names: readonly string[], seed: number): () => string {
+  const random = randomGenerator(seed + 23)
+  const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1))
+  const words = (name: string) => name.split(/[^A-Za-z]+/).filter((w) => w.length >= 3)
+  return () => {
+    for (;;) {
+      const candidates = words(names[int(0, names.length - 1)]!)
+      if (candidates.length === 0) continue
+      const word = candidates[int(0, candidates.length - 1)]!
+      const length = int(3, Math.min(6, word.length))
+      const start = int(0, word.length - length)
+      return word.slice(start, start + length)
+    }
+  }
 }

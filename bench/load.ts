@@ -18,17 +18,23 @@ export interface LoadOptions {
 }
 
 export interface LoadResult {
+  /** Answers a second, whatever their status. */
   requestsPerSecond: number
+  /** 2xx answers (committed transactions for raw SQL) a second. */
+  okPerSecond: number
   /** Latencies in milliseconds. */
   p50: number
   p99: number
   total: number
+  /** Requests sent, answered or not (those in flight when the run stops are not in `total`). */
+  sent?: number
   non2xx: number
   /** Connection errors and timeouts. */
   errors: number
 }
 
 export async function runLoad (options: LoadOptions): Promise<LoadResult> {
+  let sent = 0
   const result = await autocannon({
     url: options.baseUrl,
     connections: options.connections,
@@ -36,6 +42,7 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
     headers: options.headers,
     requests: [{
       setupRequest: (request) => {
+        sent++
         const spec = options.next()
         return { ...request, ...spec, headers: { ...request.headers, ...spec.headers } }
       }
@@ -43,9 +50,11 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
   })
   return {
     requestsPerSecond: result.requests.total / result.duration,
+    okPerSecond: result['2xx'] / result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
     total: result.requests.total,
+    sent,
     non2xx: result.non2xx,
     errors: result.errors
   }

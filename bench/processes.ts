@@ -18,7 +18,8 @@ export interface AppServerOptions {
 }
 export type FromAppServer = { type: 'seeded', importMs: number } | { type: 'ready', port: number, key: string }
 
-export interface BareServerData { products: Product[], page: ProductPage }
+/** What the bare server answers: product JSON by id, a product page, and (when orders are loaded) an orders page. */
+export interface BareServerData { products: Product[], page: ProductPage, ordersPage?: unknown }
 export type FromBareServer = { type: 'waiting' } | { type: 'ready', port: number }
 
 export interface Server {

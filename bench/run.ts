@@ -1,32 +1,42 @@
-// `npm run bench [-- --products 100000 --orders 1000000 --duration 10 --connections 32 --warmup 2 --only orders]`
+// `npm run bench [-- --quick] [--runs 3] [--duration 10 --warmup 2 --connections 32] [--only catalogue] [--json FILE]`
 //
-// Loads the real app and, in the same run, a baseline, so the figures are read as ratios
+// Loads the real app and, in the same run, its ceilings, so the figures are read as ratios
 // (autocannon shares the machine's cores with the servers): for the catalogue a bare
-// Fastify server that answers the same JSON from memory; for order creation the same
-// transaction in raw SQL against the same database (pgbench, or postgres.js without it).
-// Each server runs alone in a child process, compiled as in production; the app's peak
-// RSS (VmHWM of its process) is the server's memory. autocannon runs here.
+// Fastify server that answers the same JSON from memory (one product, one 25-product page,
+// one 25-order page); for order creation the same transaction in raw SQL against the same
+// database (pgbench, or postgres.js without it). Each server runs alone in a child process,
+// compiled as in production; the app's peak RSS (VmHWM of its process) is the server's memory.
+//
+// Size: 100,000 products (about 20% with variants and combinations) and 1,000,000 orders
+// (60% for the bench key, 10% for each of four others) by default; --quick: 10,000 and
+// 100,000; --products N and --orders N override either. The database is filled with bulk
+// SQL before the app starts (bench/seed.ts, bench/orders.ts).
 //
 // Database: a fresh PostgreSQL database `sf_bench_<random>` when BENCH_DATABASE_URL (or
 // DATABASE_URL) is set, dropped at the end; otherwise an in-memory PGlite, which then lives
-// in the app's process (and counts in its memory). The order reads need PostgreSQL (the
-// orders table is bulk-filled with SQL), and so does the raw-SQL side of order creation.
+// in the app's process (and counts in its memory), filled anew for each run. The order
+// reads need PostgreSQL (the orders table is bulk-filled with SQL), and so does the raw-SQL
+// side of order creation.
 //
-// Scenarios, in the order they run (`--only` takes names and groups, comma-separated;
-// a scenario's baseline runs with it):
-//   catalogue:    product, product-hot, bare-product, list, list-crawl, bare-list, search, search-1-conn
-//   order-reads:  orders-page-1, orders-page-2, orders-deep, orders-number, orders-name, order-by-number
-//   order-create: order-create, order-create-raw
+// A run: the app and the bare server start, every scenario runs in turn (warm-up, then the
+// measured load), both stop. --runs N repeats the run N times against the same database and
+// prints the median of each figure; aims are judged on the medians.
+//
+// Scenarios, in the order they run (`--only` takes names and groups, comma-separated; a
+// scenario's ceiling runs with it):
+//   catalogue:    bare-product, product, bare-list, list, list-filtered, search
+//   order-reads:  bare-orders, orders-page-1, orders-deep, orders-number, orders-name
+//   order-create: order-create-raw, order-create
 //   orders:       order-reads and order-create
 //
-// Other options: --orders N (orders bulk-inserted for the order reads, default 100,000;
-// 1,000,000 for the aim, ~2 minutes of inserting; 0 skips the reads), --raw
-// auto|pgbench|node (the raw-SQL driver), --pool N (the app's PostgreSQL pool size
-// instead of its default of 10, to see what the pool bounds), --profile DIR (a V8 CPU profile of the app's
-// process, written when it stops), --tsx (run the servers through tsx, no
-// compile step; their RSS then includes tsx), --keep-database (do not drop the PostgreSQL
-// database, to look into it afterwards; drop it yourself), --skip-analyze (leave the planner statistics
-// as the import left them), --seed N, --json FILE (the figures, machine-readable).
+// Other options: --raw auto|pgbench|node (the raw-SQL driver), --pool N (the app's
+// PostgreSQL pool size instead of its default, to see what the pool bounds), --profile DIR
+// (a V8 CPU profile of the app's process, written when it stops), --tsx (run the servers
+// through tsx, no compile step; their RSS then includes tsx), --keep-database (do not drop
+// the PostgreSQL database, to look into it afterwards; drop it yourself), --skip-analyze
+// (no VACUUM ANALYZE after the catalogue fill: no planner statistics nor visibility map
+// until autovacuum comes), --seed N, --json FILE (every run's figures and the medians,
+// machine-readable).
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
@@ -37,29 +47,30 @@ import postgres from 'postgres'
 import { createApiKey } from '../db/api-keys.ts'
 import { migrateDatabase, openDatabase } from '../db/client.ts'
 import { PAGE_SIZE } from '../schemas/common.ts'
-import type { Order, OrderSummary } from '../schemas/orders.ts'
 import type { Product, ProductPage } from '../schemas/products.ts'
 import { compileForBench } from './build.ts'
-import { generateCatalog, randomGenerator } from './catalog.ts'
+import { countMatches, generateCatalog, namePieces, orderable, randomGenerator, type BenchCatalog } from './catalog.ts'
 import { runLoad, type LoadResult } from './load.ts'
 import {
-  bulkInsertOrders, chooseOrderLines, createLineTable, orderBodies, orderReadTerms, pgbenchScript, raiseStock, runPgbench, runRawNode,
+  OTHER_KEYS, bulkInsertOrders, chooseOrderLines, countOrderMatches, createLineTable, orderBodies, orderReadTerms, pgbenchScript, raiseStock, runPgbench, runRawNode,
   type BulkOrders, type LineTable
 } from './orders.ts'
 import { backendCpu, cpuTimeOf, memoryOf, startAppServer, startBareServer, type Runtime, type Server } from './processes.ts'
 import {
-  ORDER_SCENARIOS, catalogueScenarios, orderCreateScenarios, orderReadScenarios, selectScenarios, type Scenario, type ScenarioGroup
+  SCENARIOS, catalogueScenarios, orderCreateScenarios, orderReadScenarios, selectScenarios, type ListFilter, type Scenario, type ScenarioGroup
 } from './scenarios.ts'
 import { seedStore } from './seed.ts'
 
 const { values: args } = parseArgs({
   options: {
-    products: { type: 'string', default: '10000' },
+    quick: { type: 'boolean', default: false },
+    products: { type: 'string' },
+    orders: { type: 'string' },
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
     warmup: { type: 'string', default: '2' },
+    runs: { type: 'string', default: '1' },
     seed: { type: 'string', default: '1' },
-    orders: { type: 'string', default: '100000' },
     raw: { type: 'string', default: 'auto' },
     pool: { type: 'string' },
     only: { type: 'string' },
@@ -75,13 +86,18 @@ const integer = (name: string, value: string | undefined, min = 1) => {
   if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}`)
   return n
 }
+/** The size the aims are stated for, and --quick's. */
+const FULL_SIZE = { products: 100_000, orders: 1_000_000 }
+const QUICK_SIZE = { products: 10_000, orders: 100_000 }
+const size = args.quick ? QUICK_SIZE : FULL_SIZE
 const settings = {
-  products: integer('products', args.products),
+  products: args.products === undefined ? size.products : integer('products', args.products),
+  orders: args.orders === undefined ? size.orders : integer('orders', args.orders, 0),
   durationSeconds: integer('duration', args.duration),
   connections: integer('connections', args.connections),
   warmupSeconds: integer('warmup', args.warmup, 0),
+  runs: integer('runs', args.runs),
   seed: integer('seed', args.seed, 0),
-  orders: integer('orders', args.orders, 0),
   /** The app's pool size; undefined: the app's own default (as in production). */
   pool: args.pool === undefined ? undefined : integer('pool', args.pool),
   analyze: !args['skip-analyze']
@@ -90,16 +106,18 @@ const settings = {
 if (!['auto', 'pgbench', 'node'].includes(args.raw)) throw new Error('--raw must be auto, pgbench or node')
 
 const AIMS = {
-  productRatio: 0.5,
-  listRatio: 0.5,
-  searchP99Ms: 50,
-  searchAtProducts: 100_000,
-  serverMb: 200,
-  orderCreateRatio: 0.5,
-  orderReadP99Ms: 50,
-  orderReadsAt: 1_000_000
+  /** product ÷ bare-product, list ÷ bare-list, order-create ÷ raw SQL. */
+  ratio: 0.5,
+  /** list's p99 at most this many times bare-list's. */
+  listP99Factor: 4,
+  /** p99 of filtered pages, searches and order reads, at AIMS.connections. */
+  p99Ms: 50,
+  connections: 32,
+  serverMb: 200
 }
-/** How many of the app's products the bare server holds and rotates over. */
+const P99_AIMED = ['list-filtered', 'search', 'orders-page-1', 'orders-deep', 'orders-number', 'orders-name']
+
+/** How many of the app's products the bare server holds and draws from. */
 const BARE_PRODUCTS = 500
 const MB = 1024 * 1024
 /** Products and combinations orders are made of. */
@@ -113,12 +131,48 @@ const NAME_WIDTH = 16
 const SETTLE_LIMIT_MS = 120_000
 /** How long the single-connection pass of a scenario runs. */
 const ONE_CONNECTION_SECONDS = 3
+/** Samples checked against the app before the first run, per kind of search. */
+const CHECKED_TERMS = 5
+/**
+ * PostgreSQL (15 and later) publishes a backend's table and index statistics at most once a
+ * second while it is busy, and within 10 s once it is idle: counters read this long after
+ * the app's last request include everything it did.
+ */
+const STATS_FLUSH_MS = 11_000
 
 /** GET /external/v1/orders's answer (schemas/orders.ts OrderPage). */
-interface OrderPage { items: OrderSummary[], page: number, pageSize: number, total: number }
+interface OrderPage { items: unknown[], page: number, pageSize: number, total: number }
+
+/** One scenario's figures in one run. CPU is per 2xx answer (per committed transaction for raw SQL). */
+interface Figures {
+  okPerSecond: number
+  p50: number
+  p99: number
+  total: number
+  non2xx: number
+  errors: number
+  appCpuMs?: number
+  dbCpuMs?: number
+  /** ok/s ÷ the ceiling's ok/s, and p99 ÷ the ceiling's p99, in the same run. */
+  ratio?: number
+  p99Ratio?: number
+  /** Share of requests the app answered from its read cache. */
+  cacheHitRatio?: number
+  oneConnection?: { okPerSecond: number, p50: number, p99: number }
+}
+interface RunFigures {
+  run: number
+  results: Record<string, Figures>
+  peakRssMb: number
+  barePeakRssMb?: number
+  loadAverage: { before: number[], after: number[] }
+}
 
 const log = (line = '') => process.stdout.write(`${line}\n`)
 const num = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+/** A latency: whole milliseconds, one decimal below 10 ms when there is one. */
+const ms = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: n < 10 ? 1 : 0 })
+const seconds = (ms: number) => `${num(ms / 1000, 1)} s`
 
 const cleanups: Array<() => unknown> = []
 async function cleanUp () {
@@ -132,7 +186,7 @@ async function cleanUp () {
 }
 process.once('SIGINT', () => { cleanUp().finally(() => process.exit(130)).catch(() => {}) })
 
-/** A fresh PostgreSQL database for the run (dropped at clean-up), or null for PGlite. */
+/** A fresh PostgreSQL database for the benchmark (dropped at clean-up), or null for PGlite. */
 async function createBenchDatabase (): Promise<{ url: string, label: string } | null> {
   const adminUrl = process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL
   if (!adminUrl) return null
@@ -148,16 +202,6 @@ async function createBenchDatabase (): Promise<{ url: string, label: string } | 
   const [row] = await admin<Array<{ version: string }>>`select current_setting('server_version') as version`
   const kept = args['keep-database'] ? `kept at the end: ${url.href}` : 'dropped at the end'
   return { url: url.href, label: `PostgreSQL ${row?.version ?? '?'}, database ${name} (${kept})` }
-}
-
-function shuffled<T> (list: readonly T[], seed: number): T[] {
-  const random = randomGenerator(seed)
-  const copy = [...list]
-  for (let i = copy.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1))
-    ;[copy[i], copy[j]] = [copy[j]!, copy[i]!]
-  }
-  return copy
 }
 
 async function hasPgbench (): Promise<boolean> {
@@ -197,7 +241,7 @@ async function settle (server: Server, appQueries?: () => Promise<string[]>): Pr
   return performance.now() - started
 }
 
-/** Samples the app's RSS every 100 ms; VmHWM, read at the end, also catches what falls between samples. */
+/** Samples a process's RSS every 100 ms; VmHWM, read at the end, also catches what falls between samples. */
 function sampleMemory (pid: number) {
   let maxRss = 0
   const timer = setInterval(() => {
@@ -205,38 +249,131 @@ function sampleMemory (pid: number) {
       maxRss = Math.max(maxRss, memoryOf(pid).rss)
     } catch { /* the process is gone */ }
   }, 100)
-  return { stop: () => clearInterval(timer), maxRss: () => maxRss }
+  return {
+    stop: () => {
+      clearInterval(timer)
+      return Math.max(maxRss, memoryOf(pid).peak)
+    }
+  }
+}
+
+const sleepUntil = async (at: number) => { if (at > performance.now()) await sleep(at - performance.now()) }
+
+function median (values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+/** The median of each figure over the runs that measured it. */
+function medianFigures (runs: RunFigures[]): { results: Record<string, Figures>, peakRssMb: number } {
+  const names = [...new Set(runs.flatMap((r) => Object.keys(r.results)))]
+  const results: Record<string, Figures> = {}
+  for (const name of names) {
+    const all = runs.map((r) => r.results[name]).filter((f): f is Figures => f !== undefined)
+    const of = (pick: (f: Figures) => number | undefined) => {
+      const values = all.map(pick).filter((v): v is number => v !== undefined && Number.isFinite(v))
+      return values.length ? median(values) : undefined
+    }
+    const figures: Figures = { okPerSecond: of((f) => f.okPerSecond)!, p50: of((f) => f.p50)!, p99: of((f) => f.p99)!, total: of((f) => f.total)!, non2xx: of((f) => f.non2xx)!, errors: of((f) => f.errors)! }
+    const optional = { appCpuMs: of((f) => f.appCpuMs), dbCpuMs: of((f) => f.dbCpuMs), ratio: of((f) => f.ratio), p99Ratio: of((f) => f.p99Ratio), cacheHitRatio: of((f) => f.cacheHitRatio) }
+    for (const [key, value] of Object.entries(optional)) if (value !== undefined) (figures as unknown as Record<string, number>)[key] = value
+    const one = { okPerSecond: of((f) => f.oneConnection?.okPerSecond), p50: of((f) => f.oneConnection?.p50), p99: of((f) => f.oneConnection?.p99) }
+    if (one.okPerSecond !== undefined) figures.oneConnection = { okPerSecond: one.okPerSecond, p50: one.p50!, p99: one.p99! }
+    results[name] = figures
+  }
+  return { results, peakRssMb: median(runs.map((r) => r.peakRssMb)) }
+}
+
+interface AimResult { scenario: string, aim: string, value: string, met: boolean }
+
+/** Each aim with the figure it is judged on and whether that figure meets it. */
+function judgeAims (results: Record<string, Figures>, peakRssMb: number): AimResult[] {
+  const aims: AimResult[] = []
+  const ratioAim = (scenario: string, ceiling: string) => {
+    const f = results[scenario]
+    if (f?.ratio === undefined) return
+    aims.push({ scenario, aim: `≥ ${AIMS.ratio} of ${ceiling}`, value: f.ratio.toFixed(2), met: f.ratio >= AIMS.ratio })
+  }
+  ratioAim('product', 'bare-product')
+  const list = results.list
+  if (list?.ratio !== undefined && list.p99Ratio !== undefined) {
+    aims.push({
+      scenario: 'list',
+      aim: `≥ ${AIMS.ratio} of bare-list, p99 ≤ ${AIMS.listP99Factor}× bare-list's`,
+      value: `${list.ratio.toFixed(2)}, p99 ${list.p99Ratio.toFixed(1)}×`,
+      met: list.ratio >= AIMS.ratio && list.p99Ratio <= AIMS.listP99Factor
+    })
+  }
+  for (const scenario of P99_AIMED) {
+    const f = results[scenario]
+    if (f) aims.push({ scenario, aim: `p99 < ${AIMS.p99Ms} ms at ${AIMS.connections} connections`, value: `${num(f.p99)} ms`, met: f.p99 < AIMS.p99Ms })
+  }
+  ratioAim('order-create', 'order-create-raw (pgbench)')
+  aims.push({ scenario: 'server', aim: `peak RSS < ${AIMS.serverMb} MB`, value: `${num(peakRssMb)} MB`, met: peakRssMb < AIMS.serverMb })
+  return aims
+}
+
+function printTable (title: string, scenarios: Scenario[], results: Record<string, Figures>, peakRssMb: number, barePeakRssMb?: number) {
+  log()
+  log(title)
+  const aims = judgeAims(results, peakRssMb)
+  const aimOf = (name: string) => aims.find((a) => a.scenario === name)
+  const cell = (value: number | undefined, digits: number) => (value === undefined ? '-' : num(value, digits))
+  const header = `${'scenario'.padEnd(NAME_WIDTH)} ${'ok/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'cpu ms/req: app + db = all'.padStart(27)}  ${'ratio to ceiling'.padEnd(30)} aim`
+  log(header)
+  log('-'.repeat(header.length + 30))
+  for (const s of scenarios) {
+    const f = results[s.name]
+    if (!f) continue
+    const all = f.appCpuMs === undefined && f.dbCpuMs === undefined ? undefined : (f.appCpuMs ?? 0) + (f.dbCpuMs ?? 0)
+    const cpu = `${cell(f.appCpuMs, 2).padStart(6)} + ${cell(f.dbCpuMs, 2).padStart(6)} = ${cell(all, 2).padStart(6)}`
+    const ratio = f.ratio === undefined ? '' : `${f.ratio.toFixed(2)} of ${s.baseline}${f.p99Ratio === undefined || s.name !== 'list' ? '' : ` (p99 ${f.p99Ratio.toFixed(1)}×)`}`
+    const aim = aimOf(s.name)
+    const notes = [
+      aim ? `${aim.aim}: ${aim.met ? 'met' : 'MISSED'}` : '',
+      f.cacheHitRatio !== undefined ? `read-cache hits ${num(f.cacheHitRatio * 100, 1)}%` : s.cacheHits ? 'read-cache hits n/a' : '',
+      f.non2xx + f.errors > 0 ? `${num(f.non2xx)} non-2xx, ${num(f.errors)} errors` : ''
+    ].filter(Boolean).join('; ')
+    log(`${s.name.padEnd(NAME_WIDTH)} ${num(f.okPerSecond).padStart(8)} ${ms(f.p50).padStart(7)} ${ms(f.p99).padStart(7)} ${cpu.padStart(27)}  ${ratio.padEnd(30)} ${notes}`)
+  }
+  const one = scenarios.filter((s) => results[s.name]?.oneConnection)
+  if (one.length) {
+    log(`from 1 connection (${ONE_CONNECTION_SECONDS} s right after each load, no queueing): ${one.map((s) => {
+      const o = results[s.name]!.oneConnection!
+      return `${s.name} ${ms(o.p50)} / ${ms(o.p99)} ms`
+    }).join(', ')} (p50 / p99)`)
+  }
+  const rss = aimOf('server')!
+  log(`server peak RSS: ${num(peakRssMb, 1)} MB (${rss.aim}: ${rss.met ? 'met' : 'MISSED'})${barePeakRssMb === undefined ? '' : `; bare server ${num(barePeakRssMb, 1)} MB`}`)
 }
 
 async function main () {
-  log(`storefront-api benchmark: ${num(settings.products)} products, ${settings.durationSeconds} s a run after ${settings.warmupSeconds} s of warm-up, ${settings.connections} connections`)
-  const loadBefore = loadavg()
-  log(`node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}) shared by autocannon, the servers and the database; load average ${loadBefore.map((l) => l.toFixed(1)).join(' ')}`)
+  const below = settings.products < FULL_SIZE.products || settings.orders < FULL_SIZE.orders
+  log(`storefront-api benchmark: ${num(settings.products)} products, ${num(settings.orders)} orders${below ? ' (the aims are stated for 100,000 and 1,000,000)' : ''}; ` +
+    `${settings.runs} run${settings.runs > 1 ? 's' : ''}, each scenario ${settings.durationSeconds} s after ${settings.warmupSeconds} s of warm-up at ${settings.connections} connections`)
+  log(`node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}) shared by autocannon, the servers and the database; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`)
 
   let started = performance.now()
   const bench = generateCatalog({ products: settings.products, seed: settings.seed })
-  const withCombinations = bench.catalog.products!.filter((p) => p.combinations?.length)
-  log(`catalogue: ${num(withCombinations.length)} products with ${num(withCombinations.reduce((n, p) => n + p.combinations!.length, 0))} combinations, generated in ${num(performance.now() - started)} ms`)
+  const products = bench.catalog.products!
+  const withCombinations = products.filter((p) => p.combinations?.length)
+  log(`catalogue: ${num(withCombinations.length)} products with ${num(withCombinations.reduce((n, p) => n + p.combinations!.length, 0))} combinations, generated in ${seconds(performance.now() - started)}`)
 
   // Which scenarios run: known before the database is filled, so that what none needs is not.
-  const productIds = shuffled(bench.productIds, settings.seed)
-  const bareIds = productIds.slice(0, BARE_PRODUCTS)
-  const lastPage = Math.ceil(settings.products / PAGE_SIZE)
-  const pages = [...new Set([1, 2, 3, 10, Math.ceil(lastPage / 2), lastPage].filter((p) => p <= lastPage))]
-  const catalogue = catalogueScenarios({ productIds, bareIds, pages, lastPage, searchTerms: bench.searchTerms.map((t) => t.term) })
-  const selected = selectScenarios([...catalogue, ...ORDER_SCENARIOS], args.only)
-  const wants = (group: ScenarioGroup) => [...catalogue, ...ORDER_SCENARIOS].some((s) => s.group === group && selected.has(s.name))
+  const selected = selectScenarios(SCENARIOS, args.only)
+  const wants = (group: ScenarioGroup) => SCENARIOS.some((s) => s.group === group && selected.has(s.name))
 
   const pg = await createBenchDatabase()
   if (!pg) {
     if (wants('order-reads')) log('order reads: they need PostgreSQL (BENCH_DATABASE_URL or DATABASE_URL) for the bulk-filled orders table; skipped')
     if (selected.has('order-create-raw')) log('order creation: the comparison with raw SQL needs PostgreSQL (BENCH_DATABASE_URL or DATABASE_URL); only the app side runs, on untracked stock')
     selected.delete('order-create-raw')
-    for (const s of ORDER_SCENARIOS) if (s.group === 'order-reads') selected.delete(s.name)
+    for (const s of SCENARIOS) if (s.group === 'order-reads') selected.delete(s.name)
   }
   const ordersWanted = pg !== null && wants('order-reads') && settings.orders > 0
   if (pg && wants('order-reads') && settings.orders === 0) {
-    for (const s of ORDER_SCENARIOS) if (s.group === 'order-reads') selected.delete(s.name)
+    for (const s of SCENARIOS) if (s.group === 'order-reads') selected.delete(s.name)
     log('order reads: --orders 0, skipped')
   }
 
@@ -246,29 +383,32 @@ async function main () {
     const compiled = await compileForBench()
     cleanups.push(compiled.remove)
     runtime = { compiledDir: compiled.dir }
-    log(`servers: compiled JavaScript (${num(performance.now() - started)} ms to compile), one process each`)
+    log(`servers: compiled JavaScript (${seconds(performance.now() - started)} to compile), one process each, started anew for each run`)
   } else {
-    log('servers: TypeScript through tsx, one process each (their RSS includes tsx)')
+    log('servers: TypeScript through tsx, one process each, started anew for each run (their RSS includes tsx)')
   }
 
   // The pool order lines come from: with PostgreSQL tracked stock too (raised very large),
   // with PGlite (whose data the app's process holds) untracked stock only.
   const orderLines = chooseOrderLines(bench.catalog, { count: ORDER_LINES, seed: settings.seed, tracked: pg !== null })
-  let app: { server: Server, key: string }
+  let key = ''
   let benchKeyId = ''
   let lineTable: LineTable | undefined
   let bulk: BulkOrders | undefined
-  let readTerms: Awaited<ReturnType<typeof orderReadTerms>> | undefined
-  started = performance.now()
-  const importLine = (ms: number) => log(`import: ${num(ms)} ms${settings.analyze ? ', then ANALYZE' : ' (no ANALYZE)'}`)
+  const seeding: Record<string, number> = {}
   if (pg) {
     log(`database: ${pg.label}`)
-    const database = await openDatabase({ url: pg.url, poolSize: 4 })
+    // No statement timeout: filling and VACUUM may take longer than a request may.
+    const database = await openDatabase({ url: pg.url, poolSize: 4, statementTimeoutMs: 0 })
     const sql = postgres(pg.url, { max: 1, onnotice: () => {} })
+    const seedingStarted = performance.now()
     try {
+      started = performance.now()
       await migrateDatabase(database, pg.url)
-      const { key, importMs } = await seedStore(database, bench, { analyze: settings.analyze })
-      importLine(importMs)
+      const seeded = await seedStore(database, bench, { analyze: settings.analyze })
+      key = seeded.key
+      seeding.catalogueMs = performance.now() - started
+      log(`seeding: catalogue in ${seconds(seeding.catalogueMs)} (bulk SQL, indexes built after${settings.analyze ? ', then VACUUM ANALYZE' : ''})`)
       const [row] = await sql<Array<{ id: string }>>`select id from api_keys where name = 'bench'`
       benchKeyId = row!.id
       if (wants('order-create') || ordersWanted) {
@@ -277,7 +417,7 @@ async function main () {
       }
       if (ordersWanted) {
         const others: string[] = []
-        for (let i = 1; i <= 3; i++) others.push((await createApiKey(database.db, { name: `bench-other-${i}`, scopes: ['orders:list', 'orders:find'] })).id)
+        for (let i = 1; i <= OTHER_KEYS; i++) others.push((await createApiKey(database.db, { name: `bench-other-${i}`, scopes: ['orders:list', 'orders:find'] })).id)
         const fillStarted = performance.now()
         bulk = await bulkInsertOrders(sql, {
           count: settings.orders,
@@ -286,205 +426,282 @@ async function main () {
           otherKeyIds: others,
           lines: lineTable!.lines,
           onChunk: (done) => {
-            if (done % 500_000 === 0 && done < settings.orders) log(`  … ${num(done)} orders in ${num((performance.now() - fillStarted) / 1000, 1)} s`)
+            if (done % 500_000 === 0 && done < settings.orders) log(`  … ${num(done)} orders in ${seconds(performance.now() - fillStarted)}`)
           }
         })
-        const [size] = await sql<Array<{ orders: string, items: string, total: string }>>`
+        seeding.ordersMs = bulk.ms
+        const [sizes] = await sql<Array<{ orders: string, items: string, total: string }>>`
           select pg_size_pretty(pg_total_relation_size('orders')) as orders, pg_size_pretty(pg_total_relation_size('order_items')) as items,
             (select count(*) from order_items)::text as total`
-        log(`orders: ${num(bulk.count)} bulk-inserted with ${num(Number(size!.total))} items (${num(bulk.benchCount)} for the bench key, the rest over 3 other keys) in ${num(bulk.ms / 1000, 1)} s, chunks of ${num(BULK_CHUNK)}, then VACUUM ANALYZE; orders ${size!.orders}, order_items ${size!.items} with their indexes`)
-        readTerms = await orderReadTerms(sql, bulk, benchKeyId, settings.seed)
+        log(`seeding: ${num(bulk.count)} orders with ${num(Number(sizes!.total))} items (${num(bulk.benchCount)} for the bench key, the rest over ${OTHER_KEYS} other keys) in ${seconds(bulk.ms)}, ` +
+          `chunks of ${num(BULK_CHUNK)}, indexes built after, then VACUUM ANALYZE; orders ${sizes!.orders}, order_items ${sizes!.items} with their indexes`)
       }
-      app = await startAppServer({ ...runtime, profileDir: args.profile }, { databaseUrl: pg.url, key, ...(settings.pool ? { poolSize: settings.pool } : {}) })
+      seeding.totalMs = performance.now() - seedingStarted
+      log(`seeding: ${seconds(seeding.totalMs)} in all (migrations, catalogue, key, order lines and their stock, orders)`)
     } finally {
       await sql.end({ timeout: 5 })
       await database.close()
     }
   } else {
-    log('database: PGlite in memory, in the app\'s process')
-    app = await startAppServer({ ...runtime, profileDir: args.profile }, { seed: { products: settings.products, seed: settings.seed, analyze: settings.analyze } }, importLine)
-  }
-  cleanups.push(app.server.stop)
-  const appPid = app.server.child.pid!
-  log(`app: ready ${num(performance.now() - started)} ms after start${pg ? `, PostgreSQL pool: ${settings.pool ?? 'the app\'s default'}` : ''}, RSS ${num(memoryOf(appPid).rss / MB, 1)} MB idle (its peak is measured from here)`)
-
-  let bare: Server | undefined
-  if (wants('catalogue')) {
-    // The bare server answers what the app answers: fetched from the app before any load.
-    const bareProducts: Product[] = []
-    for (const id of bareIds) bareProducts.push(await getJson<Product>(app.server, `/external/v1/products/${id}`, app.key))
-    const firstPage = await getJson<ProductPage>(app.server, '/external/v1/products', app.key)
-    if (firstPage.total !== settings.products) throw new Error(`the app lists ${firstPage.total} products, expected ${settings.products}`)
-    for (const { term, matches } of bench.searchTerms) {
-      const found = await getJson<ProductPage>(app.server, `/external/v1/products?query=${encodeURIComponent(term)}`, app.key)
-      if (found.total !== matches) throw new Error(`query=${term} finds ${found.total} products, expected ${matches}`)
-    }
-    const counts = bench.searchTerms.map((t) => t.matches)
-    log(`search: ${bench.searchTerms.length} terms matching ${Math.min(...counts)}–${Math.max(...counts)} products each (checked against the app), e.g. "${bench.searchTerms[0]?.term}"`)
-    bare = await startBareServer(runtime, { products: bareProducts, page: firstPage })
-    cleanups.push(bare.stop)
+    log(`database: PGlite in memory, in the app's process, filled anew for each run${settings.products > QUICK_SIZE.products ? ' (some 2 minutes and 1 GB at 100,000 products: --quick for a fast look, PostgreSQL for the order reads)' : ''}`)
   }
 
-  let orderReads: Scenario[] = []
-  if (bulk && readTerms) {
-    // The app must see what the fill wrote: the key's total (order_counts), each term's matches, a lookup.
-    const listTotal = (await getJson<OrderPage>(app.server, '/external/v1/orders', app.key)).total
-    if (listTotal !== bulk.benchCount) throw new Error(`the app lists ${listTotal} orders for the key, expected ${bulk.benchCount}`)
-    for (const { term, matches } of [...readTerms.numberPrefixes, ...readTerms.nameFragments]) {
-      const found = await getJson<OrderPage>(app.server, `/external/v1/orders?query=${encodeURIComponent(term)}`, app.key)
-      if (found.total !== matches) throw new Error(`orders?query=${term} finds ${found.total} orders, expected ${matches}`)
-    }
-    const order = await getJson<Order>(app.server, `/external/v1/orders/${readTerms.orderNumbers[0]}`, app.key)
-    if (order.items.length === 0) throw new Error(`order ${readTerms.orderNumbers[0]} has no items`)
-    const ordersLastPage = Math.ceil(bulk.benchCount / PAGE_SIZE)
-    orderReads = orderReadScenarios({ orders: bulk.benchCount, lastPage: ordersLastPage, deepPage: Math.min(DEEP_PAGE, ordersLastPage), ...readTerms })
-    log(`order reads: totals and matches of ${readTerms.numberPrefixes.length + readTerms.nameFragments.length} queries checked against the app`)
-  }
-
-  let orderCreate: Scenario[] = []
-  if (wants('order-create')) {
-    // One order first: the pool's lines must be orderable.
-    const body = orderBodies(orderLines, settings.seed)
-    const res = await fetch(`${app.server.baseUrl}/external/v1/orders`, { method: 'POST', headers: { 'x-api-key': app.key, 'content-type': 'application/json' }, body: body() })
-    if (res.status !== 201) throw new Error(`POST /external/v1/orders answered ${res.status}: ${await res.text()}`)
-    await res.arrayBuffer()
-    let raw: { tool: string, run: (durationSeconds: number) => Promise<LoadResult> } | undefined
-    if (pg && lineTable && selected.has('order-create-raw')) {
-      const table = lineTable
-      const usePgbench = args.raw === 'pgbench' || (args.raw === 'auto' && await hasPgbench())
-      if (args.raw === 'auto' && !usePgbench) log('order creation: pgbench not found, the raw side runs with postgres.js')
-      const connections = settings.connections
-      raw = usePgbench
-        ? { tool: 'pgbench', run: (durationSeconds) => runPgbench({ url: pg.url, script: pgbenchScript(table, benchKeyId), connections, durationSeconds }) }
-        : { tool: 'postgres.js', run: (durationSeconds) => runRawNode({ url: pg.url, lines: orderLines, apiKeyId: benchKeyId, connections, durationSeconds, seed: settings.seed }) }
-    }
-    orderCreate = orderCreateScenarios({ body, lines: orderLines.length, trackedLines: orderLines.filter((l) => l.tracked).length, ...(raw ? { raw } : {}) })
-  }
-
-  const scenarios: Scenario[] = [...catalogue, ...orderReads, ...orderCreate].filter((s) => selected.has(s.name))
-
-  log()
-  const results = new Map<string, LoadResult>()
-  /** CPU the server's process spent per request: what the server costs, apart from the database server. */
-  const cpuPerRequest = new Map<string, number>()
-  /** CPU PostgreSQL's backends of the bench database spent per request (local PostgreSQL only). */
-  const dbCpuPerRequest = new Map<string, number>()
   const monitor = pg ? postgres(pg.url, { max: 1, onnotice: () => {}, connection: { application_name: 'storefront-bench-monitor' } }) : undefined
   if (monitor) cleanups.push(() => monitor.end({ timeout: 5 }))
   const localDatabase = pg !== null && ['127.0.0.1', 'localhost', '::1', '[::1]', ''].includes(new URL(pg.url).hostname)
-  const appQueries = monitor
-    ? async () => (await monitor<Array<{ query: string }>>`select left(query, 120) as query from pg_stat_activity
-        where datname = current_database() and state <> 'idle' and application_name like 'storefront-api/%' and pid <> pg_backend_pid()`).map((r) => r.query)
-    : undefined
-  const backends = async () => (await monitor!<Array<{ pid: number }>>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid)
-  /** Latency of the scenarios that ask for it from a single connection. */
-  const oneConnection = new Map<string, LoadResult>()
-  const memory = sampleMemory(appPid)
-  for (const scenario of scenarios) {
-    const server = scenario.server === 'app' ? app.server : scenario.server === 'bare' ? bare : undefined
-    const headers: Record<string, string> = scenario.server === 'app' ? { 'x-api-key': app.key } : {}
-    const load = async (durationSeconds: number): Promise<LoadResult> => {
-      if (scenario.run) return await scenario.run(durationSeconds)
-      if (!server || !scenario.next) throw new Error(`scenario ${scenario.name} has no server or requests`)
-      return await runLoad({ baseUrl: server.baseUrl, next: scenario.next, headers, durationSeconds, connections: scenario.connections ?? settings.connections })
-    }
-    if (settings.warmupSeconds > 0 && !scenario.cold) {
-      await load(settings.warmupSeconds)
-      if (scenario.server === 'app') await settle(app.server, appQueries)
-    }
-    const cpuBefore = server ? cpuTimeOf(server.child.pid!) : 0
-    const dbCpu = monitor && localDatabase && scenario.server !== 'bare' ? backendCpu(backends) : undefined
-    await dbCpu?.start()
-    const result = await load(settings.durationSeconds)
-    if (server) cpuPerRequest.set(scenario.name, (cpuTimeOf(server.child.pid!) - cpuBefore) / Math.max(result.total, 1))
-    if (dbCpu) dbCpuPerRequest.set(scenario.name, (await dbCpu.stop()) / Math.max(result.total, 1))
-    results.set(scenario.name, result)
-    const waited = scenario.server === 'app' ? await settle(app.server, appQueries) : 0
-    if (scenario.oneConnection && server && scenario.next) {
-      // The same requests one at a time: a request's own latency, without the queueing of the run above.
-      oneConnection.set(scenario.name, await runLoad({ baseUrl: server.baseUrl, next: scenario.next, headers, durationSeconds: ONE_CONNECTION_SECONDS, connections: 1 }))
-    }
-    log(`${scenario.name.padEnd(NAME_WIDTH)} ${scenario.description}${waited > 1000 ? ` [${num(waited / 1000, 1)} s to work off its queue afterwards]` : ''}`)
-  }
-  memory.stop()
-  const peak = Math.max(memoryOf(appPid).peak, memory.maxRss())
-  const barePeak = bare ? memoryOf(bare.child.pid!).peak : undefined
 
-  const ratioOf = (scenario: Scenario | undefined) => {
-    const base = scenario?.baseline === undefined ? undefined : results.get(scenario.baseline)
-    const own = scenario && results.get(scenario.name)
-    return base && own ? own.requestsPerSecond / base.requestsPerSecond : undefined
-  }
-  log()
-  const header = `${'scenario'.padEnd(NAME_WIDTH)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'non-2xx'.padStart(8)} ${'errors'.padStart(7)} ${'cpu ms/req'.padStart(10)} ${'db ms/req'.padStart(9)}  ratio`
-  log(header)
-  log('-'.repeat(header.length))
-  for (const scenario of scenarios) {
-    const r = results.get(scenario.name)!
-    const ratio = ratioOf(scenario)
-    const cpu = cpuPerRequest.get(scenario.name)
-    const db = dbCpuPerRequest.get(scenario.name)
-    log(`${scenario.name.padEnd(NAME_WIDTH)} ${num(r.requestsPerSecond).padStart(9)} ${String(r.p50).padStart(7)} ${String(r.p99).padStart(7)} ${num(r.non2xx).padStart(8)} ${num(r.errors).padStart(7)} ${(cpu === undefined ? '-' : num(cpu, 2)).padStart(10)} ${(db === undefined ? '-' : num(db, 2)).padStart(9)}  ${ratio === undefined ? '' : `${ratio.toFixed(2)} of ${scenario.baseline}`}`)
-  }
-  if (oneConnection.size > 0) {
+  // What the scenarios draw from, the same in every run.
+  const filters = listFilters(bench)
+  const names = products.map((p) => p.name)
+  const terms = bulk ? orderReadTerms(bulk, settings.seed) : undefined
+  const orderBody = orderBodies(orderLines, settings.seed)
+
+  const runs: RunFigures[] = []
+  let scenarios: Scenario[] = []
+  for (let run = 1; run <= settings.runs; run++) {
+    const loadBefore = loadavg()
     log()
-    log(`from 1 connection (${ONE_CONNECTION_SECONDS} s right after each run): a request's own latency, without queueing`)
-    for (const [name, r] of oneConnection) log(`${name.padEnd(NAME_WIDTH)} ${num(r.requestsPerSecond).padStart(9)} ${String(r.p50).padStart(7)} ${String(r.p99).padStart(7)} ${num(r.non2xx).padStart(8)} ${num(r.errors).padStart(7)}`)
-  }
-  log()
-  log('req/s: requests (orders, for order-create-raw: transactions) a second; ratio: this rate ÷ its baseline\'s, measured in the same run')
-  log(`cpu ms/req: CPU time of the server's own process per request${pg ? ' (PostgreSQL\'s work is not in it)' : ' (PGlite\'s work is in it)'}`)
-  if (dbCpuPerRequest.size > 0) log('db ms/req: CPU time of the PostgreSQL backends connected to the bench database, per request (sampled every 200 ms: a lower bound)')
-  log(`peak RSS (VmHWM of the process, from idle through the runs): app ${num(peak / MB, 1)} MB${pg ? '' : ' (PGlite included)'}${barePeak === undefined ? '' : `, bare server ${num(barePeak / MB, 1)} MB`}`)
+    log(`run ${run} of ${settings.runs}`)
+    started = performance.now()
+    const app = await startAppServer({ ...runtime, profileDir: args.profile }, pg
+      ? { databaseUrl: pg.url, key, ...(settings.pool ? { poolSize: settings.pool } : {}) }
+      : { seed: { products: settings.products, seed: settings.seed, analyze: settings.analyze } },
+    (ms) => log(`  PGlite filled in ${seconds(ms)} in the app's process`))
+    const stopApp = app.server.stop
+    cleanups.push(stopApp)
+    key = app.key
+    const appPid = app.server.child.pid!
+    log(`  app: ready ${seconds(performance.now() - started)} after start${pg ? `, PostgreSQL pool: ${settings.pool ?? 'the app\'s default'}` : ''}, RSS ${num(memoryOf(appPid).rss / MB, 1)} MB idle (its peak is measured from here)`)
+    const memory = sampleMemory(appPid)
 
-  log()
-  log('aims:')
-  const verdict = (value: number | undefined, ok: (v: number) => boolean) => (value === undefined ? 'not measured' : ok(value) ? 'met' : 'MISSED')
-  const named = (name: string) => scenarios.find((s) => s.name === name)
-  const productRatio = ratioOf(named('product'))
-  const listRatio = ratioOf(named('list'))
-  const searchP99 = results.get('search')?.p99
-  if (scenarios.some((sc) => sc.group === 'catalogue')) {
-    log(`  product ≥ ${AIMS.productRatio} of bare:  ${productRatio?.toFixed(2) ?? '-'} ${verdict(productRatio, (r) => r >= AIMS.productRatio)} (hot ids: ${ratioOf(named('product-hot'))?.toFixed(2) ?? '-'})`)
-    log(`  list ≥ ${AIMS.listRatio} of bare:     ${listRatio?.toFixed(2) ?? '-'} ${verdict(listRatio, (r) => r >= AIMS.listRatio)} (crawl: ${ratioOf(named('list-crawl'))?.toFixed(2) ?? '-'})`)
-    const scale = settings.products < AIMS.searchAtProducts ? ` (the aim is for ${num(AIMS.searchAtProducts)} products: --products ${AIMS.searchAtProducts})` : ''
-    log(`  search p99 < ${AIMS.searchP99Ms} ms:     ${searchP99 ?? '-'} ms ${verdict(searchP99, (p) => p < AIMS.searchP99Ms)} at ${settings.connections} connections; ${results.get('search-1-conn')?.p99 ?? '-'} ms from 1 connection${scale}`)
-  }
-  log(`  server < ${AIMS.serverMb} MB:        ${num(peak / MB, 1)} MB ${verdict(peak / MB, (mb) => mb < AIMS.serverMb)}`)
-  const create = results.get('order-create')
-  const createRaw = results.get('order-create-raw')
-  const createRatio = ratioOf(named('order-create'))
-  if (create || createRaw) {
-    const failures = (create ? create.non2xx + create.errors : 0) + (createRaw?.errors ?? 0)
-    log(`  order-create ≥ ${AIMS.orderCreateRatio} of raw SQL: ${createRatio?.toFixed(2) ?? '-'} ${verdict(createRatio, (r) => r >= AIMS.orderCreateRatio)} (${create ? num(create.requestsPerSecond) : '-'} ÷ ${createRaw ? num(createRaw.requestsPerSecond) : '-'} orders/s); failed orders: ${num(failures)} ${failures === 0 ? 'met' : 'MISSED'}`)
-  }
-  const reads = orderReads.filter((s) => results.has(s.name))
-  if (reads.length > 0) {
-    const worst = reads.reduce((w, s) => (results.get(s.name)!.p99 > results.get(w.name)!.p99 ? s : w))
-    const worstP99 = results.get(worst.name)!.p99
-    const readScale = settings.orders < AIMS.orderReadsAt ? ` (the aim is for ${num(AIMS.orderReadsAt)} orders: --orders ${AIMS.orderReadsAt})` : ''
-    log(`  order reads p99 < ${AIMS.orderReadP99Ms} ms: worst ${worstP99} ms (${worst.name}) ${verdict(worstP99, (p) => p < AIMS.orderReadP99Ms)} at ${settings.connections} connections, ${num(settings.orders)} orders${readScale}`)
-    for (const s of reads) {
-      const p99 = results.get(s.name)!.p99
-      if (p99 >= AIMS.orderReadP99Ms) log(`    ${s.name}: p99 ${p99} ms MISSED`)
+    // The bare server answers what the app answers: fetched from the app before any load.
+    const random = randomGenerator(settings.seed * 1000 + run)
+    const bareIds = Array.from({ length: Math.min(BARE_PRODUCTS, bench.productIds.length) }, () => bench.productIds[Math.floor(random() * bench.productIds.length)]!)
+    const bareProducts: Product[] = []
+    let bare: Server | undefined
+    if (wants('catalogue') || wants('order-reads')) {
+      for (const id of new Set(bareIds)) bareProducts.push(await getJson<Product>(app.server, `/external/v1/products/${id}`, app.key))
+      const firstPage = await getJson<ProductPage>(app.server, '/external/v1/products', app.key)
+      const ordersPage = bulk ? await getJson<OrderPage>(app.server, '/external/v1/orders', app.key) : undefined
+      if (run === 1) await checkAgainstApp({ app, bench, filters, firstPage, ordersPage, bulk, terms, benchKeyId, monitor })
+      bare = await startBareServer(runtime, { products: bareProducts, page: firstPage, ...(ordersPage ? { ordersPage } : {}) })
+      cleanups.push(bare.stop)
     }
+
+    const catalogue = catalogueScenarios({
+      random,
+      productIds: bench.productIds,
+      bareIds: bareProducts.map((p) => p.id),
+      products: settings.products,
+      filters,
+      searchTerm: namePieces(names, settings.seed + run),
+      searchExamples: Array.from({ length: 4 }, namePieces(names, settings.seed))
+    })
+    let orderReads: Scenario[] = []
+    if (bulk && terms) {
+      const ordersLastPage = Math.ceil(bulk.benchCount / PAGE_SIZE)
+      const examples = orderReadTerms(bulk, settings.seed)
+      orderReads = orderReadScenarios({
+        orders: bulk.benchCount,
+        lastPage: ordersLastPage,
+        deepPage: Math.min(DEEP_PAGE, ordersLastPage),
+        numberPrefix: terms.numberPrefix,
+        nameFragment: terms.nameFragment,
+        examples: { numberPrefixes: Array.from({ length: 3 }, examples.numberPrefix), nameFragments: Array.from({ length: 3 }, examples.nameFragment) }
+      })
+    }
+    let orderCreate: Scenario[] = []
+    if (wants('order-create')) {
+      // One order first: the pool's lines must be orderable.
+      const res = await fetch(`${app.server.baseUrl}/external/v1/orders`, { method: 'POST', headers: { 'x-api-key': app.key, 'content-type': 'application/json' }, body: orderBody() })
+      if (res.status !== 201) throw new Error(`POST /external/v1/orders answered ${res.status}: ${await res.text()}`)
+      await res.arrayBuffer()
+      let raw: { tool: string, run: (durationSeconds: number) => Promise<LoadResult> } | undefined
+      if (pg && lineTable && selected.has('order-create-raw')) {
+        const table = lineTable
+        const usePgbench = args.raw === 'pgbench' || (args.raw === 'auto' && await hasPgbench())
+        if (args.raw === 'auto' && !usePgbench && run === 1) log('order creation: pgbench not found, the raw side runs with postgres.js')
+        const connections = settings.connections
+        raw = usePgbench
+          ? { tool: 'pgbench', run: (durationSeconds) => runPgbench({ url: pg.url, script: pgbenchScript(table, benchKeyId), connections, durationSeconds }) }
+          : { tool: 'postgres.js', run: (durationSeconds) => runRawNode({ url: pg.url, lines: orderLines, apiKeyId: benchKeyId, connections, durationSeconds, seed: settings.seed + run }) }
+      }
+      orderCreate = orderCreateScenarios({ body: orderBody, lines: orderLines.length, trackedLines: orderLines.filter((l) => l.tracked).length, ...(raw ? { raw } : {}) })
+    }
+    scenarios = [...catalogue, ...orderReads, ...orderCreate].filter((s) => selected.has(s.name))
+    if (run === 1) for (const s of scenarios) log(`  ${s.name.padEnd(NAME_WIDTH)} ${s.description}`)
+
+    const results = await runScenarios({ scenarios, app: app.server, key: app.key, bare, monitor, localDatabase })
+    const peakRssMb = memory.stop() / MB
+    const barePeakRssMb = bare ? memoryOf(bare.child.pid!).peak / MB : undefined
+    await bare?.stop()
+    await stopApp()
+    runs.push({ run, results, peakRssMb, ...(barePeakRssMb === undefined ? {} : { barePeakRssMb }), loadAverage: { before: loadBefore, after: loadavg() } })
+    if (settings.runs > 1) printTable(`run ${run}: (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})`, scenarios, results, peakRssMb, barePeakRssMb)
   }
+
+  const medians = medianFigures(runs)
+  printTable(settings.runs > 1 ? `medians of ${settings.runs} runs (each ratio is taken within its run, then the median of those)` : 'figures', scenarios, medians.results, medians.peakRssMb,
+    settings.runs > 1 ? undefined : runs[0]?.barePeakRssMb)
+  log()
+  log('ok/s: 2xx answers a second (committed transactions for order-create-raw); ratio: ok/s ÷ the ceiling\'s, measured in the same run')
+  log(`cpu ms/req: CPU time per 2xx answer of the server's own process (app)${pg ? ' and of the PostgreSQL backends serving the bench database (db: a local server only, sampled every 200 ms, a lower bound)' : ' (PGlite\'s work is in it)'}; autocannon and pgbench are not counted`)
+  if (pg) log('read-cache hits: 1 − (product reads PostgreSQL made ÷ requests), product reads counted by the index scans of products_pkey (pg_stat_user_indexes), read once the backends have published them; the app exposes no cache counter')
+  else log('read-cache hits: n/a without PostgreSQL (counted from its statistics; the app exposes no cache counter)')
+  const aims = judgeAims(medians.results, medians.peakRssMb)
+  log()
+  log(`aims${settings.runs > 1 ? ' (on the medians)' : ''}:${below ? ' stated for 100,000 products and 1,000,000 orders, this run is smaller' : ''}${settings.connections !== AIMS.connections ? `; p99 aims are for ${AIMS.connections} connections, this run used ${settings.connections}` : ''}`)
+  for (const a of aims) log(`  ${a.met ? 'met   ' : 'MISSED'}  ${a.scenario.padEnd(NAME_WIDTH)} ${a.aim}: ${a.value}`)
   const busy = loadavg()[0]! > cpus().length
   log(`load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')}${busy ? ` — above ${cpus().length} CPUs: other work shared them, read the ratios rather than the rates` : ''}`)
-  const failed = [...results.values()].reduce((n, r) => n + r.non2xx + r.errors, 0)
-  if (failed > 0) log(`  WARNING: ${num(failed)} requests failed (non-2xx or connection errors): the rates above are not comparable`)
+  const failed = runs.reduce((n, r) => n + Object.values(r.results).reduce((m, f) => m + f.non2xx + f.errors, 0), 0)
+  if (failed > 0) log(`WARNING: ${num(failed)} requests failed (non-2xx or connection errors): the rates above are not comparable`)
 
   if (args.json) {
     writeFileSync(args.json, `${JSON.stringify({
       settings,
       database: pg ? 'postgres' : 'pglite',
       runtime: args.tsx ? 'tsx' : 'compiled',
-      loadAverage: { before: loadBefore, after: loadavg() },
-      orders: bulk ? { bulk, numberPrefixes: readTerms?.numberPrefixes, nameFragments: readTerms?.nameFragments } : undefined,
-      results: Object.fromEntries(scenarios.map((s) => [s.name, { ...results.get(s.name), oneConnection: oneConnection.get(s.name), cpuMsPerRequest: cpuPerRequest.get(s.name), dbCpuMsPerRequest: dbCpuPerRequest.get(s.name), ratio: ratioOf(s), baseline: s.baseline }])),
-      peakRssMb: { app: peak / MB, bare: barePeak === undefined ? undefined : barePeak / MB }
+      seeding,
+      orders: bulk,
+      scenarios: scenarios.map((s) => ({ name: s.name, description: s.description, ceiling: s.baseline })),
+      runs,
+      medians,
+      aims
     }, null, 2)}\n`)
+    log(`figures written to ${args.json}`)
   }
+}
+
+/** The filters list-filtered draws from, with the products each matches (checked against the app). */
+function listFilters (bench: BenchCatalog): { category: ListFilter[], brand: ListFilter[], available: ListFilter[] } {
+  const products = bench.catalog.products ?? []
+  const count = (test: (p: (typeof products)[number]) => boolean) => products.reduce((n, p) => n + (test(p) ? 1 : 0), 0)
+  return {
+    category: (bench.catalog.categories ?? []).map((c) => ({ label: c.name, query: `categoryIds=${c.id}`, total: count((p) => p.categoryIds?.includes(c.id) ?? false) })),
+    brand: (bench.catalog.brands ?? []).map((b) => ({ label: b.name, query: `brandIds=${b.id}`, total: count((p) => p.brandId === b.id) })),
+    available: [{ label: 'available', query: 'isAvailable=true', total: count(orderable) }]
+  }
+}
+
+/** Before the first run: the app must see what the fill wrote (totals, filters, searches, order matches). */
+async function checkAgainstApp (input: {
+  app: { server: Server, key: string }
+  bench: BenchCatalog
+  filters: ReturnType<typeof listFilters>
+  firstPage: ProductPage
+  ordersPage: OrderPage | undefined
+  bulk: BulkOrders | undefined
+  terms: ReturnType<typeof orderReadTerms> | undefined
+  benchKeyId: string
+  monitor: postgres.Sql | undefined
+}) {
+  const { app, bench, filters, firstPage } = input
+  const total = async (path: string) => (await getJson<{ total: number }>(app.server, path, app.key)).total
+  if (firstPage.total !== bench.productIds.length) throw new Error(`the app lists ${firstPage.total} products, expected ${bench.productIds.length}`)
+  for (const filter of [...filters.category, ...filters.brand, ...filters.available]) {
+    const found = await total(`/external/v1/products?${filter.query}`)
+    if (found !== filter.total) throw new Error(`products?${filter.query} (${filter.label}) lists ${found} products, expected ${filter.total}`)
+  }
+  const pieces = Array.from({ length: CHECKED_TERMS }, namePieces(bench.catalog.products!.map((p) => p.name), 7))
+  const expected = countMatches(bench.catalog, pieces)
+  for (const [i, term] of pieces.entries()) {
+    const found = await total(`/external/v1/products?query=${encodeURIComponent(term)}`)
+    if (found !== expected[i]) throw new Error(`products?query=${term} finds ${found} products, expected ${expected[i]}`)
+  }
+  let checked = `${filters.category.length + filters.brand.length + filters.available.length} filters' and ${CHECKED_TERMS} searches' totals`
+  if (input.bulk && input.terms && input.ordersPage && input.monitor) {
+    // One order was created already when order creation runs: at least the bulk orders.
+    if (input.ordersPage.total < input.bulk.benchCount) throw new Error(`the app lists ${input.ordersPage.total} orders for the key, expected ${input.bulk.benchCount}`)
+    const queries = [...Array.from({ length: CHECKED_TERMS }, input.terms.numberPrefix), ...Array.from({ length: CHECKED_TERMS }, input.terms.nameFragment)]
+    for (const term of queries) {
+      const found = await total(`/external/v1/orders?query=${encodeURIComponent(term)}`)
+      const want = await countOrderMatches(input.monitor, input.benchKeyId, term)
+      if (found !== want) throw new Error(`orders?query=${term} finds ${found} orders, expected ${want}`)
+    }
+    checked += ` and ${queries.length} order searches'`
+  }
+  log(`  checked against the app: ${checked}`)
+}
+
+/** Runs each scenario (warm-up, load, settle) and returns its figures. */
+async function runScenarios (input: {
+  scenarios: Scenario[]
+  app: Server
+  key: string
+  bare: Server | undefined
+  monitor: postgres.Sql | undefined
+  localDatabase: boolean
+}): Promise<Record<string, Figures>> {
+  const { scenarios, app, key, bare, monitor } = input
+  const results: Record<string, Figures> = {}
+  const appQueries = monitor
+    ? async () => (await monitor<Array<{ query: string }>>`select left(query, 120) as query from pg_stat_activity
+        where datname = current_database() and state <> 'idle' and application_name like 'storefront-api/%' and pid <> pg_backend_pid()`).map((r) => r.query)
+    : undefined
+  const backends = async () => (await monitor!<Array<{ pid: number }>>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid)
+  // Product reads PostgreSQL made: one index scan of products_pkey each (db/products.ts findProduct).
+  const productReads = async () => Number((await monitor!<Array<{ n: string }>>`select coalesce(sum(idx_scan), 0)::text as n from pg_stat_user_indexes where indexrelname = 'products_pkey'`)[0]!.n)
+  /** When the app (or raw SQL) last worked on the database: its statistics are published STATS_FLUSH_MS later. */
+  let lastDatabaseWork = performance.now()
+  let pendingHits: { name: string, before: number, requests: number } | undefined
+  const countHits = async () => {
+    if (!pendingHits) return
+    await sleepUntil(lastDatabaseWork + STATS_FLUSH_MS)
+    const misses = (await productReads()) - pendingHits.before
+    results[pendingHits.name]!.cacheHitRatio = Math.min(1, Math.max(0, 1 - misses / Math.max(pendingHits.requests, 1)))
+    pendingHits = undefined
+  }
+
+  for (const scenario of scenarios) {
+    const server = scenario.server === 'app' ? app : scenario.server === 'bare' ? bare : undefined
+    const headers: Record<string, string> = scenario.server === 'app' ? { 'x-api-key': key } : {}
+    const load = async (durationSeconds: number, connections = settings.connections): Promise<LoadResult> => {
+      if (scenario.run) return await scenario.run(durationSeconds)
+      if (!server || !scenario.next) throw new Error(`scenario ${scenario.name} has no server or requests`)
+      return await runLoad({ baseUrl: server.baseUrl, next: scenario.next, headers, durationSeconds, connections })
+    }
+    const touchesDatabase = scenario.server !== 'bare'
+    // The counters of the scenario before must be read before this one adds to them.
+    if (touchesDatabase) await countHits()
+    if (settings.warmupSeconds > 0) {
+      await load(settings.warmupSeconds)
+      if (scenario.server === 'app') await settle(app, appQueries)
+      if (touchesDatabase) lastDatabaseWork = performance.now()
+    }
+    const hits = scenario.cacheHits && monitor !== undefined
+    let readsBefore = 0
+    if (hits) {
+      await sleepUntil(lastDatabaseWork + STATS_FLUSH_MS)
+      readsBefore = await productReads()
+    }
+    const cpuBefore = server ? cpuTimeOf(server.child.pid!) : 0
+    const dbCpu = monitor && input.localDatabase && touchesDatabase ? backendCpu(backends) : undefined
+    await dbCpu?.start()
+    const result = await load(settings.durationSeconds)
+    const ok = Math.max(result.okPerSecond * settings.durationSeconds, 1)
+    const figures: Figures = { okPerSecond: result.okPerSecond, p50: result.p50, p99: result.p99, total: result.total, non2xx: result.non2xx, errors: result.errors }
+    if (server) figures.appCpuMs = (cpuTimeOf(server.child.pid!) - cpuBefore) / ok
+    if (dbCpu) figures.dbCpuMs = (await dbCpu.stop()) / ok
+    results[scenario.name] = figures
+    const waited = scenario.server === 'app' ? await settle(app, appQueries) : 0
+    if (scenario.oneConnection && server && scenario.next) {
+      // The same requests one at a time: a request's own latency, without the queueing of the run above.
+      const one = await runLoad({ baseUrl: server.baseUrl, next: scenario.next, headers, durationSeconds: ONE_CONNECTION_SECONDS, connections: 1 })
+      figures.oneConnection = { okPerSecond: one.okPerSecond, p50: one.p50, p99: one.p99 }
+    }
+    if (touchesDatabase) lastDatabaseWork = performance.now()
+    // Requests sent: those still in flight when autocannon stops are read from the database too.
+    if (hits) pendingHits = { name: scenario.name, before: readsBefore, requests: result.sent ?? result.total }
+    const ceiling = scenario.baseline === undefined ? undefined : results[scenario.baseline]
+    if (ceiling) {
+      figures.ratio = figures.okPerSecond / ceiling.okPerSecond
+      figures.p99Ratio = figures.p99 / ceiling.p99
+    }
+    log(`  ${scenario.name.padEnd(NAME_WIDTH)} ${num(figures.okPerSecond).padStart(7)} ok/s, p99 ${num(figures.p99)} ms${waited > 1000 ? ` [${seconds(waited)} to work off its queue afterwards]` : ''}`)
+  }
+  await countHits()
+  return results
 }
 
 try {

@@ -12,15 +12,12 @@ import { JsonStreamError, type JsonStreamEntry } from '../lib/json-stream.ts'
 import { toCents, toDecimalText } from '../lib/money.ts'
 import type { CatalogFile, CatalogGroup, CatalogProduct } from '../schemas/catalog-file.ts'
 import { execute, type Database, type Tx } from './client.ts'
+import { ADVISORY_LOCKS } from './locks.ts'
+import { renumberProducts } from './products.ts'
 import { bumpCatalogVersion } from './settings.ts'
 
 /** Products written per batch: a few round trips each, a few megabytes of rows at most. */
 export const IMPORT_BATCH = 1000
-
-// Any fixed number (other than the other advisory locks'): imports from every instance and
-// every `storefront` process take it, so two imports never interleave their writes (nor
-// deadlock on each other's rows).
-const IMPORT_LOCK = 7_246_003
 
 // Products per statement when deleting those a replacing file leaves out.
 const REMOVE_CHUNK = 5000
@@ -81,7 +78,9 @@ export async function importCatalog (database: Database, source: CatalogSource, 
   const checker = new CatalogChecker()
   const entries = isEntries(source) ? source : catalogEntries(source)
   const counts = await database.db.transaction(async (tx) => {
-    await tx.execute(sql.raw(`select pg_advisory_xact_lock(${IMPORT_LOCK})`))
+    // One import at a time, from every instance and every `storefront` process: two never
+    // interleave their writes (nor deadlock on each other's rows).
+    await tx.execute(sql.raw(`select pg_advisory_xact_lock(${ADVISORY_LOCKS.catalogImport})`))
     // The file is read while the transaction is open: a slow stdin is not an idle session.
     if (database.kind === 'postgres') await tx.execute(sql`set local idle_in_transaction_session_timeout = 0`)
     const writer = new CatalogWriter(tx, checker, new Date(), options)
@@ -98,6 +97,8 @@ export async function importCatalog (database: Database, source: CatalogSource, 
     }
     if (checker.ok) {
       await writer.finish()
+      // Products added, renamed or removed move in the list's order.
+      if (checker.ok && writer.counts.created + writer.counts.updated + writer.counts.removed > 0) await renumberProducts(tx)
     } else {
       // The file's problems are what the operator needs; a write that failed meanwhile
       // (its batch was valid) is rolled back with the rest.

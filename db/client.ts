@@ -13,6 +13,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import { DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS } from '../config.ts'
+import { ADVISORY_LOCKS } from './locks.ts'
 import * as schema from './schema.ts'
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -153,9 +154,6 @@ function isAlive (pid: number): boolean {
   }
 }
 
-// Any fixed number: every instance that migrates takes the same advisory lock.
-const MIGRATION_LOCK = 7_246_001
-
 /** Applies the committed migrations; safe when several instances start at once. */
 export async function migrateDatabase (database: Database, url?: string): Promise<void> {
   if (database.kind === 'pglite') {
@@ -165,9 +163,9 @@ export async function migrateDatabase (database: Database, url?: string): Promis
   // A single connection, so the advisory lock and the migration share a session.
   const client = postgres(url!, { max: 1, onnotice: () => {}, connect_timeout: 5 })
   try {
-    await client`select pg_advisory_lock(${MIGRATION_LOCK})`
+    await client`select pg_advisory_lock(${ADVISORY_LOCKS.migration})`
     await migratePostgres(drizzlePostgres(client), { migrationsFolder })
-    await client`select pg_advisory_unlock(${MIGRATION_LOCK})`
+    await client`select pg_advisory_unlock(${ADVISORY_LOCKS.migration})`
   } finally {
     await client.end({ timeout: 5 })
   }

@@ -1,10 +1,12 @@
 // The change log in SQL: writing events inside a change's transaction, publishing committed
 // events in feed order, reading the feed, and deleting what is past its retention.
 import { sql } from 'drizzle-orm'
+import type { EventType } from '../schemas/changes.ts'
 import { execute, type Tx } from './client.ts'
+import { ADVISORY_LOCKS } from './locks.ts'
+import { bumpCatalogVersion } from './settings.ts'
 
-export const EVENT_TYPES = ['product.created', 'product.updated', 'product.deleted', 'order.created', 'order.status_changed'] as const
-export type EventType = typeof EVENT_TYPES[number]
+export { EVENT_TYPES, type EventType } from '../schemas/changes.ts'
 
 export interface NewEvent {
   type: EventType
@@ -30,31 +32,35 @@ export async function recordEvents (tx: Tx, events: NewEvent[]): Promise<void> {
   await tx.execute(sql`insert into change_events (type, resource_id, api_key_id, data) values ${sql.join(rows, sql`, `)}`)
 }
 
-// Any fixed number: the publisher's advisory lock, shared by every instance.
-const PUBLISHER_LOCK = 7_246_002
-
-export interface Published { count: number, catalogueChanged: boolean }
-
 /**
- * Gives committed, unpublished events their feed positions. One publisher at a time (the
- * others skip): its transaction takes the next positions after the last published one and
- * commits before the next publisher starts, so every position handed out later is greater
- * than every position a reader has already seen.
+ * Gives committed, unpublished events their feed positions; returns how many. One publisher
+ * at a time (the others skip): its transaction takes the next positions after the last
+ * published one and commits before the next publisher starts, so every position handed out
+ * later is greater than every position a reader has already seen. When catalogue events are
+ * among them, the catalogue version moves before they are stamped published, so every
+ * instance drops its cached reads before the feed shows them.
  */
-export async function publishEvents (db: Tx, batch: number): Promise<Published> {
+export async function publishEvents (db: Tx, batch: number): Promise<number> {
+  // Most runs find nothing: one cheap read on the partial index, no transaction.
+  const [waiting] = await execute<{ seq: string }>(db, sql`select seq from change_events where position is null limit 1`)
+  if (waiting === undefined) return 0
   return db.transaction(async (tx) => {
-    const [lock] = await execute<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(${PUBLISHER_LOCK}) as locked`)
-    if (!lock!.locked) return { count: 0, catalogueChanged: false }
-    const rows = await execute<{ type: string }>(tx, sql`
+    const [lock] = await execute<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(${ADVISORY_LOCKS.eventPublisher}) as locked`)
+    if (!lock!.locked) return 0
+    // Sorted by the number, not by its text (which would put 10 before 2).
+    const events = await execute<{ seq: string, type: string }>(tx, sql`
+      select seq::text as seq, type from change_events where position is null order by change_events.seq limit ${batch}`)
+    if (events.length === 0) return 0
+    if (events.some((e) => e.type.startsWith('product.'))) await bumpCatalogVersion(tx)
+    const seqs = sql.join(events.map((e) => sql`${e.seq}::bigint`), sql`, `)
+    await tx.execute(sql`
       with last as (select coalesce(max(position), 0) as position from change_events),
-      waiting as (
-        select seq, row_number() over (order by seq) as n from change_events
-        where position is null order by seq limit ${batch}
-      ), at as (select clock_timestamp() as published_at)
-      update change_events e set position = last.position + waiting.n, published_at = at.published_at
-      from waiting, last, at where e.seq = waiting.seq
-      returning e.type`)
-    return { count: rows.length, catalogueChanged: rows.some((r) => r.type.startsWith('product.')) }
+      numbered as (select seq, ordinality as n from unnest(array[${seqs}]) with ordinality as seq),
+      -- One instant for the whole batch: the feed shows a prefix of positions, never a hole.
+      stamp as (select clock_timestamp() as at)
+      update change_events e set position = last.position + numbered.n, published_at = stamp.at
+      from numbered, last, stamp where e.seq = numbered.seq`)
+    return events.length
   })
 }
 
@@ -71,14 +77,14 @@ export interface FeedScope {
  */
 export async function readEvents (db: Tx, input: { after: number, limit: number, scope: FeedScope, settleMs: number }): Promise<StoredEvent[]> {
   const { after, limit, scope, settleMs } = input
-  const rows = await execute<{ position: string, type: EventType, resource_id: string, api_key_id: string | null, occurred_at: string, data: Record<string, unknown> }>(db, sql`
-    select position::text, type, resource_id, api_key_id, occurred_at::text, data from change_events
+  const rows = await execute<{ feed_position: string, type: EventType, resource_id: string, api_key_id: string | null, occurred_at: string, data: Record<string, unknown> }>(db, sql`
+    select position::text as feed_position, type, resource_id, api_key_id, occurred_at::text, data from change_events
     where position > ${after}
-      and published_at <= clock_timestamp() - make_interval(secs => ${settleMs / 1000})
+      and published_at <= ${settledBefore(settleMs)}
       and ${visibleTo(scope)}
     order by position limit ${limit}`)
   return rows.map((r) => ({
-    position: Number(r.position),
+    position: Number(r.feed_position),
     type: r.type,
     resourceId: r.resource_id,
     apiKeyId: r.api_key_id,
@@ -87,26 +93,33 @@ export async function readEvents (db: Tx, input: { after: number, limit: number,
   }))
 }
 
+// One instant for the whole statement (clock_timestamp() alone would move from row to row,
+// and a scan crossing it could show a later event while an earlier one is still hidden).
+const settledBefore = (settleMs: number) => sql`(select clock_timestamp() - make_interval(secs => ${settleMs / 1000}))`
+
 function visibleTo (scope: FeedScope) {
   const products = scope.products ? sql`(api_key_id is null and type like 'product.%')` : sql`false`
   const orders = scope.orders ? sql`(api_key_id = ${scope.apiKeyId}::uuid)` : sql`false`
   return sql`(${products} or ${orders})`
 }
 
-/** The feed's current end: the last position a reader may see now (0 when empty). */
-export async function feedHead (db: Tx, settleMs: number): Promise<number> {
-  const [row] = await execute<{ position: string }>(db, sql`
-    select coalesce(max(position), 0)::text as position from change_events
-    where published_at <= clock_timestamp() - make_interval(secs => ${settleMs / 1000})`)
-  return Number(row!.position)
+/**
+ * Where the feed stands: the last position a reader may see now (0 when empty), the last
+ * position published at all, and the last one deleted by the retention cleanup.
+ */
+export async function feedBounds (db: Tx, settleMs: number): Promise<{ head: number, published: number, prunedThrough: number }> {
+  const [row] = await execute<{ head: string, published: string, pruned_through: string }>(db, sql`
+    select
+      coalesce((select max(position) from change_events
+        where published_at <= ${settledBefore(settleMs)}), 0)::text as head,
+      coalesce((select max(position) from change_events), 0)::text as published,
+      (select pruned_through from change_feed where id = 1)::text as pruned_through`)
+  return { head: Number(row!.head), published: Number(row!.published), prunedThrough: Number(row!.pruned_through) }
 }
 
-export interface FeedState { cursorSecret: string, prunedThrough: number }
-
-export async function readFeedState (db: Tx): Promise<FeedState> {
-  const [row] = await execute<{ cursor_secret: string, pruned_through: string }>(db, sql`
-    select cursor_secret, pruned_through::text from change_feed where id = 1`)
-  return { cursorSecret: row!.cursor_secret, prunedThrough: Number(row!.pruned_through) }
+export async function readCursorSecret (db: Tx): Promise<string> {
+  const [row] = await execute<{ cursor_secret: string }>(db, sql`select cursor_secret from change_feed where id = 1`)
+  return row!.cursor_secret
 }
 
 /**

@@ -3,7 +3,7 @@
 // Rules (what may be ordered, which transitions exist) live in services/.
 import { and, desc, eq, sql, type SQL } from 'drizzle-orm'
 import { toAmount, toCents, type Discount } from '../lib/money.ts'
-import { isUuid } from '../schemas/common.ts'
+import { isUuid, type ListWindow, type SortKey } from '../schemas/common.ts'
 import { ORDER_NUMBER_PATTERN, type DeliveryAddress, type Order, type OrderStatus, type OrderSummary } from '../schemas/orders.ts'
 import { containing, execute, type Tx } from './client.ts'
 import { discountJson } from './products.ts'
@@ -75,22 +75,74 @@ export interface NewOrder {
   items: Array<{ productId: string, combinationId: string | null, name: string, quantity: number, singlePrice: string, totalPrice: string }>
 }
 
-/** Inserts the order (its number from the sequence), its items and the key's order count. */
+/**
+ * Inserts the order (its number from the sequence), its items, the key's order count and its
+ * `order.created` event, in one statement: one round trip whatever the number of lines.
+ */
 export async function insertOrder (tx: Tx, order: NewOrder, now: Date): Promise<OrderSummary> {
   const id = crypto.randomUUID()
-  const { items, ...fields } = order
-  const [created] = await tx.insert(orders).values({
-    ...fields,
-    id,
-    orderNumber: sql`nextval('order_number_seq')`,
-    status: 'pending',
-    createdAt: now,
-    updatedAt: now
-  }).returning()
-  await tx.insert(orderItems).values(items.map((item, line) => ({ ...item, orderId: id, line })))
-  await tx.insert(orderCounts).values({ apiKeyId: order.apiKeyId, shard: Math.floor(Math.random() * ORDER_COUNT_SHARDS), count: 1 })
-    .onConflictDoUpdate({ target: [orderCounts.apiKeyId, orderCounts.shard], set: { count: sql`${orderCounts.count} + 1` } })
-  return toSummary(created!)
+  const at = sql`${now.toISOString()}::timestamptz`
+  const items = order.items.map((item, line) => sql`(${id}::uuid, ${line}, ${item.productId}::uuid, ${item.combinationId}::uuid, ${item.name},
+    ${item.quantity}, ${item.singlePrice}::numeric, ${item.totalPrice}::numeric)`)
+  const [row] = await execute<RawOrderRow>(tx, sql`
+    with placed as (
+      insert into orders (id, order_number, api_key_id, status, total, delivery_fee, final_total, products_count,
+        customer_name, customer_phone, note, address, created_at, updated_at)
+      values (${id}::uuid, nextval('order_number_seq'), ${order.apiKeyId}::uuid, 'pending', ${order.total}::numeric,
+        ${order.deliveryFee}::numeric, ${order.finalTotal}::numeric, ${order.productsCount}, ${order.customerName},
+        ${order.customerPhone}, ${order.note}, ${order.address === null ? null : JSON.stringify(order.address)}::jsonb, ${at}, ${at})
+      returning *
+    ), lines as (
+      insert into order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)
+      values ${sql.join(items, sql`, `)}
+    ), counted as (
+      insert into order_counts (api_key_id, shard, count) values (${order.apiKeyId}::uuid, ${Math.floor(Math.random() * ORDER_COUNT_SHARDS)}, 1)
+      on conflict (api_key_id, shard) do update set count = order_counts.count + 1
+    ), event as (
+      insert into change_events (type, resource_id, api_key_id, data)
+      select 'order.created', id, api_key_id, jsonb_build_object('orderNumber', order_number::text, 'status', status) from placed
+    )
+    select id, order_number, api_key_id, status, total::text, delivery_fee::text, final_total::text, products_count,
+      customer_name, customer_phone, note, address, to_json(created_at) as created_at, to_json(updated_at) as updated_at
+    from placed`)
+  return toSummary(fromRaw(row!))
+}
+
+/** An orders row as raw SQL returns it (snake case, instants as JSON text). */
+interface RawOrderRow {
+  id: string
+  order_number: string | number
+  api_key_id: string
+  status: OrderStatus
+  total: string
+  delivery_fee: string
+  final_total: string
+  products_count: number
+  customer_name: string
+  customer_phone: string | null
+  note: string | null
+  address: unknown
+  created_at: string
+  updated_at: string
+}
+
+function fromRaw (row: RawOrderRow): OrderRow {
+  return {
+    id: row.id,
+    orderNumber: Number(row.order_number),
+    apiKeyId: row.api_key_id,
+    status: row.status,
+    total: row.total,
+    deliveryFee: row.delivery_fee,
+    finalTotal: row.final_total,
+    productsCount: row.products_count,
+    customerName: row.customer_name,
+    customerPhone: row.customer_phone,
+    note: row.note,
+    address: row.address,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at)
+  }
 }
 
 /** What was stored for an Idempotency-Key. */
@@ -180,22 +232,40 @@ function orderNumberPrefixRanges (prefix: string): SQL[] {
   return ranges
 }
 
-export async function listOrdersForKey (db: Tx, apiKeyId: string, query: string | undefined, page: { limit: number, offset: number }) {
+export interface OrderFilters {
+  query?: string | undefined
+  /** ISO 8601 with offset: only orders whose updated_at is at or after it. */
+  updatedSince?: string | undefined
+}
+
+/** A page of the key's orders, newest first, then by id; one row more tells whether another page follows. */
+export async function listOrdersForKey (db: Tx, apiKeyId: string, filters: OrderFilters, window: ListWindow) {
+  const { query, updatedSince } = filters
   const conditions: SQL[] = [eq(orders.apiKeyId, apiKeyId)]
   if (query) {
     const search: SQL[] = [sql`lower(${orders.customerName} || ' ' || coalesce(${orders.customerPhone}, '')) like ${containing(query.toLowerCase())}`]
     if (ORDER_NUMBER_PATTERN.test(query)) search.push(...orderNumberPrefixRanges(query))
     conditions.push(sql`(${sql.join(search, sql` or `)})`)
   }
-  const where = and(...conditions)
+  if (updatedSince !== undefined) conditions.push(sql`${orders.updatedAt} >= ${updatedSince}::timestamptz`)
+  const filtered = and(...conditions)
+  // The sort key keeps created_at to the microsecond, as text: a JavaScript date would round it.
+  const after = window.after === null ? sql`true` : sql`(${orders.createdAt}, ${orders.id}) < (${window.after[0]}::timestamptz, ${window.after[1]}::uuid)`
   const [rows, counts] = await Promise.all([
-    db.select().from(orders).where(where).orderBy(desc(orders.createdAt), desc(orders.id)).limit(page.limit).offset(page.offset),
-    // Without a query the total is the key's order count, kept beside the orders.
-    query
-      ? db.select({ total: sql<number>`count(*)::int` }).from(orders).where(where)
+    db.select({ order: orders, sortKey: sql<string>`${orders.createdAt}::text` }).from(orders).where(and(filtered, after))
+      .orderBy(desc(orders.createdAt), desc(orders.id)).limit(window.limit + 1).offset(window.offset),
+    // Without a filter the total is the key's order count, kept beside the orders.
+    query || updatedSince !== undefined
+      ? db.select({ total: sql<number>`count(*)::int` }).from(orders).where(filtered)
       : db.select({ total: sql<number>`coalesce(sum(${orderCounts.count}), 0)::int` }).from(orderCounts).where(eq(orderCounts.apiKeyId, apiKeyId))
   ])
-  return { items: rows.map(toSummary), total: counts[0]!.total }
+  const shown = rows.slice(0, window.limit)
+  const last = shown.at(-1)
+  return {
+    items: shown.map((row) => toSummary(row.order)),
+    total: counts[0]!.total,
+    next: rows.length > window.limit && last ? [last.sortKey, last.order.id] as SortKey : null
+  }
 }
 
 function orderMatch (orderNumberOrId: string): SQL | null {
@@ -231,10 +301,10 @@ export async function findOrderSummary (db: Tx, id: string): Promise<OrderSummar
 }
 
 /** The order's current status, its row locked until the transaction ends. */
-export async function lockOrder (tx: Tx, orderNumberOrId: string): Promise<{ id: string, status: OrderStatus } | null> {
+export async function lockOrder (tx: Tx, orderNumberOrId: string): Promise<{ id: string, status: OrderStatus, apiKeyId: string } | null> {
   const match = orderMatch(orderNumberOrId)
   if (match === null) return null
-  const [row] = await tx.select({ id: orders.id, status: orders.status }).from(orders).where(match).for('update')
+  const [row] = await tx.select({ id: orders.id, status: orders.status, apiKeyId: orders.apiKeyId }).from(orders).where(match).for('update')
   return row ?? null
 }
 

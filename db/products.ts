@@ -1,6 +1,7 @@
 // Catalogue reads: the product list with its filters, one product, and the rows orders need.
 import { sql, type SQL } from 'drizzle-orm'
 import { nextPriceChange, sellPriceCents, toAmount, toCents, type Discount } from '../lib/money.ts'
+import type { ListWindow, SortKey } from '../schemas/common.ts'
 import type { Product } from '../schemas/products.ts'
 import { containing, execute, type Tx } from './client.ts'
 
@@ -11,6 +12,8 @@ export interface ProductFilters {
   brandIds?: string[] | undefined
   barcode?: string | undefined
   sku?: string | undefined
+  /** ISO 8601 with offset: only products whose updated_at is at or after it. */
+  updatedSince?: string | undefined
 }
 
 interface CombinationRow {
@@ -141,36 +144,65 @@ function whereClause (filters: ProductFilters): SQL {
     conditions.push(sql`p.id in (select id from products where barcode = ${filters.barcode}
       union all select product_id from combinations where barcode = ${filters.barcode})`)
   }
+  if (filters.updatedSince !== undefined) conditions.push(sql`p.updated_at >= ${filters.updatedSince}::timestamptz`)
   return conditions.length === 0 ? sql`true` : sql.join(conditions, sql` and `)
 }
 
-export async function listProducts (db: Tx, filters: ProductFilters, page: { limit: number, offset: number }, now = new Date()) {
+/** Products after a sort key, as a condition the name index serves. */
+const afterKey = (after: SortKey | null) => after === null ? sql`true` : sql`(lower(p.name), p.id) > (${after[0]}, ${after[1]}::uuid)`
+
+export interface ProductListPage { items: PricedProduct[], next: SortKey | null }
+
+/** Rows of one more than the page: whether another follows, and the sort key to start it from. */
+function pageOf (rows: Array<ProductRow & { sort_name: string }>, limit: number, now: Date): ProductListPage {
+  const shown = rows.slice(0, limit)
+  const last = shown.at(-1)
+  return { items: shown.map((row) => toProduct(row, now)), next: rows.length > limit && last ? [last.sort_name, last.id] : null }
+}
+
+/** A page of products by name, then id; with `query`, the total of the matches comes along. */
+export async function listProducts (db: Tx, filters: ProductFilters, window: ListWindow, now = new Date()): Promise<ProductListPage & { total?: number }> {
   const where = whereClause(filters)
-  if (filters.query) return searchProducts(db, where, page, now)
-  // The page's ids are chosen first and only those rows get their JSON columns: rows skipped
-  // by OFFSET would otherwise be fully built too (seconds for a deep page of 100k products).
-  const [rows, counts] = await Promise.all([
-    execute<ProductRow>(db, sql`select ${PRODUCT_COLUMNS}
-      from (select p.id from products p where ${where}
-            order by lower(p.name), p.id limit ${page.limit} offset ${page.offset}) as page_ids
-      join products p on p.id = page_ids.id
-      order by lower(p.name), p.id`),
-    execute<{ total: number }>(db, sql`select count(*)::int as total from products p where ${where}`)
-  ])
-  return { items: rows.map((row) => toProduct(row, now)), total: counts[0]!.total }
+  if (filters.query) return searchProducts(db, where, window, now)
+  // The page's ids are chosen first and only those rows get their JSON columns. Unfiltered,
+  // a page by number is a range of list positions; otherwise OFFSET walks the index.
+  const byPosition = window.after === null && Object.values(filters).every((v) => v === undefined)
+  const pageIds = byPosition
+    ? sql`select product_id as id from product_list_positions where position > ${window.offset} order by position limit ${window.limit + 1}`
+    : sql`select p.id from products p where ${where} and ${afterKey(window.after)}
+          order by lower(p.name), p.id limit ${window.limit + 1} offset ${window.offset}`
+  const rows = await execute<ProductRow & { sort_name: string }>(db, sql`select lower(p.name) as sort_name, ${PRODUCT_COLUMNS}
+    from (${pageIds}) as page_ids join products p on p.id = page_ids.id
+    order by lower(p.name), p.id`)
+  return pageOf(rows, window.limit, now)
+}
+
+/** Numbers every product by the list's order, 1…n; call after products were added, renamed or removed. */
+export async function renumberProducts (tx: Tx): Promise<void> {
+  await tx.execute(sql`delete from product_list_positions`)
+  await tx.execute(sql`insert into product_list_positions (position, product_id)
+    select row_number() over (order by lower(name), id), id from products`)
+}
+
+export async function countMatchingProducts (db: Tx, filters: ProductFilters): Promise<number> {
+  const [row] = await execute<{ total: number }>(db, sql`select count(*)::int as total from products p where ${whereClause(filters)}`)
+  return row!.total
 }
 
 // A search evaluates the trigram match once: the matching ids give both the page and the total.
-async function searchProducts (db: Tx, where: SQL, page: { limit: number, offset: number }, now: Date) {
-  const rows = await execute<ProductRow & { total: number }>(db, sql`
+async function searchProducts (db: Tx, where: SQL, window: ListWindow, now: Date) {
+  const rows = await execute<ProductRow & { sort_name: string, total: number }>(db, sql`
     with matches as materialized (select p.id, lower(p.name) as sort_name from products p where ${where}),
-    page_ids as (select id, sort_name from matches order by sort_name, id limit ${page.limit} offset ${page.offset})
+    page_ids as (
+      select id, sort_name from matches
+      where ${window.after === null ? sql`true` : sql`(sort_name, id) > (${window.after[0]}, ${window.after[1]}::uuid)`}
+      order by sort_name, id limit ${window.limit + 1} offset ${window.offset})
     select counted.total, found.*
     from (select count(*)::int as total from matches) as counted
     left join lateral (select page_ids.sort_name, ${PRODUCT_COLUMNS} from page_ids join products p on p.id = page_ids.id) as found on true
     order by found.sort_name, found.id`)
   const total = rows[0]?.total ?? 0
-  return { items: rows.filter((row) => row.id !== null).map((row) => toProduct(row, now)), total }
+  return { ...pageOf(rows.filter((row) => row.id !== null), window.limit, now), total }
 }
 
 export async function findProduct (db: Tx, id: string, now = new Date()): Promise<PricedProduct | null> {
@@ -184,34 +216,45 @@ export async function countProducts (db: Tx): Promise<number> {
 }
 
 /**
- * After stock changed: whether each product can still be ordered, and its updated_at. Its
- * content hash is cleared, so the next import counts as a change even if the file is the
- * same (it puts the stock back).
+ * After stock changed: whether each product can still be ordered, its updated_at, and its
+ * `product.updated` event, in one statement. Its content hash is cleared, so the next import
+ * counts as a change even if the file is the same (it puts the stock back).
  */
 export async function refreshProductState (tx: Tx, productIds: string[], now: Date): Promise<void> {
   if (productIds.length === 0) return
-  await tx.execute(sql`update products p set updated_at = ${now.toISOString()}::timestamptz, content_hash = null,
-    available = p.is_available and case
-      when exists (select 1 from combinations c where c.product_id = p.id)
-        then exists (select 1 from combinations c where c.product_id = p.id and c.is_available and (c.quantity is null or c.quantity > 0))
-      else p.quantity is null or p.quantity > 0 end
-    where p.id in (${list(productIds)})`)
+  await tx.execute(sql`with refreshed as (
+      update products p set updated_at = ${now.toISOString()}::timestamptz, content_hash = null,
+        available = p.is_available and case
+          when exists (select 1 from combinations c where c.product_id = p.id)
+            then exists (select 1 from combinations c where c.product_id = p.id and c.is_available and (c.quantity is null or c.quantity > 0))
+          else p.quantity is null or p.quantity > 0 end
+      where p.id in (${list(productIds)})
+      returning p.id)
+    insert into change_events (type, resource_id) select 'product.updated', id from refreshed`)
 }
 
 export type Grouping = 'categories' | 'brands'
 
 /** A page of categories or brands, by name (case-insensitive) then id, with how many products each holds. */
-export async function listGroupings (db: Tx, grouping: Grouping, page: { limit: number, offset: number }) {
+export async function listGroupings (db: Tx, grouping: Grouping, window: ListWindow) {
   const productCount = grouping === 'categories'
     ? sql`(select count(*)::int from product_categories pc where pc.category_id = g.id)`
     : sql`(select count(*)::int from products p where p.brand_id = g.id)`
   const table = sql.raw(grouping)
+  const after = window.after === null ? sql`true` : sql`(lower(g.name), g.id) > (${window.after[0]}, ${window.after[1]}::uuid)`
   const [rows, counts] = await Promise.all([
-    execute<{ id: string, name: string, productCount: number }>(db, sql`select g.id, g.name, ${productCount} as "productCount"
-      from ${table} g order by lower(g.name), g.id limit ${page.limit} offset ${page.offset}`),
+    execute<{ id: string, name: string, productCount: number, sort_name: string }>(db, sql`
+      select g.id, g.name, ${productCount} as "productCount", lower(g.name) as sort_name
+      from ${table} g where ${after} order by lower(g.name), g.id limit ${window.limit + 1} offset ${window.offset}`),
     execute<{ total: number }>(db, sql`select count(*)::int as total from ${table}`)
   ])
-  return { items: rows, total: counts[0]!.total }
+  const shown = rows.slice(0, window.limit)
+  const last = shown.at(-1)
+  return {
+    items: shown.map(({ sort_name: _sortName, ...item }) => item),
+    total: counts[0]!.total,
+    next: rows.length > window.limit && last ? [last.sort_name, last.id] as SortKey : null
+  }
 }
 
 /**

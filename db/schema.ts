@@ -51,9 +51,19 @@ export const products = pgTable('products', {
   index('products_sku_idx').on(t.sku),
   index('products_barcode_idx').on(t.barcode),
   index('products_brand_idx').on(t.brandId),
+  index('products_updated_idx').on(t.updatedAt),
   check('products_quantity_not_negative', sql`${t.quantity} >= 0`),
   check('products_price_not_negative', sql`${t.price} >= 0`)
 ])
+
+// Each product's place in the list's order (by lower(name), then id), 1…n without gaps,
+// renumbered by every import: page n of the unfiltered list is a range of positions, as cheap
+// at page 4,000 as at page 1. A table of its own, so renumbering never locks the product rows
+// that orders update.
+export const productListPositions = pgTable('product_list_positions', {
+  position: integer('position').primaryKey(),
+  productId: uuid('product_id').notNull()
+})
 
 export const productCategories = pgTable('product_categories', {
   productId: uuid('product_id').notNull().references(() => products.id, { onDelete: 'cascade' }),
@@ -165,6 +175,7 @@ export const orders = pgTable('orders', {
   updatedAt: updatedAt()
 }, (t) => [
   index('orders_key_created_idx').on(t.apiKeyId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+  index('orders_key_updated_idx').on(t.apiKeyId, t.updatedAt),
   index('orders_customer_search_trgm_idx').using('gin', sql`(lower(${t.customerName} || ' ' || coalesce(${t.customerPhone}, ''))) gin_trgm_ops`),
   check('orders_status', sql`${t.status} in (${sql.raw(ORDER_STATUSES.map((s) => `'${s}'`).join(', '))})`)
 ])

@@ -10,8 +10,8 @@ declare module 'fastify' {
     apiKey: ApiKeyRecord | null
   }
   interface FastifyContextConfig {
-    /** The scope a key needs to call the route. */
-    scope?: Scope
+    /** The scope a key needs to call the route; of a list, any one of them. */
+    scope?: Scope | readonly Scope[]
   }
 }
 
@@ -68,8 +68,10 @@ export default fp(async function authPlugin (app) {
     await countRequest(request, reply)
     if (failure !== null) throw apiError('invalid_api_key', MESSAGES[failure])
     const scope = request.routeOptions.config.scope
-    if (scope !== undefined && !request.apiKey!.scopes.includes(scope)) {
-      throw apiError('insufficient_scope', `This API key lacks the ${scope} scope`)
+    if (scope === undefined) return
+    const anyOf: readonly Scope[] = typeof scope === 'string' ? [scope] : scope
+    if (!anyOf.some((s) => request.apiKey!.scopes.includes(s))) {
+      throw apiError('insufficient_scope', `This API key lacks the ${anyOf.join(' or ')} scope`)
     }
   })
 }, { name: 'auth', dependencies: ['store', 'rate-limit', 'metrics'] })

@@ -2,6 +2,7 @@
 import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
+import { changeSchemas } from '../schemas/changes.ts'
 import { ErrorBody, RESPONSE_HEADERS } from '../schemas/common.ts'
 import { orderSchemas } from '../schemas/orders.ts'
 import { productSchemas } from '../schemas/products.ts'
@@ -9,7 +10,8 @@ import { productSchemas } from '../schemas/products.ts'
 export const API_TITLE = 'Storefront External API'
 
 export const API_DESCRIPTION = `The API a store gives its external integrators: read the catalogue (products, prices after
-discounts, stock, variants and option combinations) and create, list and fetch your own orders.
+discounts, stock, variants and option combinations), create, list and fetch your own orders, and keep your
+own copy in sync by following the changes feed.
 
 Authenticate every request with your API key, as \`X-Api-Key: <key>\` or \`Authorization: Api-Key <key>\`.
 Every error answers \`{ "error": code, "message": text, "requestId": id }\`; quote the \`Request-Id\`
@@ -18,7 +20,7 @@ response header to support. Money amounts are JSON numbers with at most two deci
 The examples come from the demo catalogue and work as they are against a demo store: together the
 list parameters find one product, and the create-order example makes order 100001 for Ada Lovelace.`
 
-export const sharedSchemas = [ErrorBody, ...productSchemas, ...orderSchemas]
+export const sharedSchemas = [ErrorBody, ...productSchemas, ...orderSchemas, ...changeSchemas]
 
 // Parameters have no schema of our own to carry examples (their schemas are shared with
 // validation), so they are set on the document by operation. Values from the demo catalogue
@@ -31,13 +33,15 @@ export const PARAMETER_EXAMPLES: Record<string, Record<string, string | number>>
     categoryIds: 'ca7e6000-0000-4000-8000-000000000001,ca7e6000-0000-4000-8000-000000000002',
     brandIds: 'b7a4d000-0000-4000-8000-000000000001',
     barcode: '4006381000017',
-    sku: 'COF-ETH-250'
+    sku: 'COF-ETH-250',
+    updatedSince: '2026-01-01T00:00:00Z'
   },
   getProduct: { id: 'd3e00000-0000-4000-8000-000000000020' },
   listCategories: { page: 1 },
   listBrands: { page: 1 },
-  listOrders: { query: 'Ada', page: 1 },
-  getOrder: { orderNumberOrId: '100001' }
+  listOrders: { query: 'Ada', page: 1, updatedSince: '2026-01-01T00:00:00Z' },
+  getOrder: { orderNumberOrId: '100001' },
+  listChanges: { after: 'evt_0', limit: 100 }
 }
 
 interface Operation {
@@ -107,6 +111,7 @@ export default fp(async function openapiPlugin (app) {
       tags: [
         { name: 'Products', description: 'The catalogue' },
         { name: 'Orders', description: 'Orders created with your API key' },
+        { name: 'Changes', description: 'What changed, to keep your own copy in sync' },
         { name: 'Service', description: 'Health and readiness; no key needed' }
       ],
       components: {

@@ -20,6 +20,7 @@ export default fp<{ database: Database }>(async function storePlugin (app, { dat
     pollIntervalMs: config.STATE_POLL_MS,
     cacheEntries: config.CATALOG_CACHE_ENTRIES,
     cacheMaxMs: config.CATALOG_CACHE_MAX_MS,
+    settleMs: config.READ_SETTLE_MS,
     onError
   })
   await storeState.refresh()

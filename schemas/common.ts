@@ -55,14 +55,26 @@ export const ErrorBody = Type.Object({
 export type ErrorBody = Static<typeof ErrorBody>
 
 export const PAGE_SIZE = 25
+export const CURSOR_MAX_LENGTH = 1000
 
 /** The largest page number: PostgreSQL's integer, so no page is too large to compute. */
 export const MAX_PAGE = 2_147_483_647
 
+/** Where a record is in its list's sort order: its sort value and its id. */
+export type SortKey = [string, string]
+
+/** The records a page answers: by page number (an offset), or those after a sort key (a cursor). */
+export interface ListWindow {
+  page: number
+  limit: number
+  offset: number
+  after: SortKey | null
+}
+
 /** The page a list answers (values below 1 are page 1) and the rows it covers. */
-export function pageWindow (requested: number | undefined) {
+export function pageWindow (requested: number | undefined): ListWindow {
   const page = Math.max(1, requested ?? 1)
-  return { page, limit: PAGE_SIZE, offset: (page - 1) * PAGE_SIZE }
+  return { page, limit: PAGE_SIZE, offset: (page - 1) * PAGE_SIZE, after: null }
 }
 
 export function Page<T extends TSchema> (item: T, id: string, description: string) {
@@ -70,17 +82,36 @@ export function Page<T extends TSchema> (item: T, id: string, description: strin
     items: Type.Array(item, { maxItems: PAGE_SIZE }),
     page: Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_PAGE, description: 'Current page, one-based' }),
     pageSize: Type.Integer({ format: 'int32', minimum: PAGE_SIZE, maximum: PAGE_SIZE, description: 'Always 25', examples: [PAGE_SIZE] }),
-    total: Count('Total matching records')
+    total: Count('Total matching records'),
+    nextCursor: Nullable(Type.String({
+      maxLength: CURSOR_MAX_LENGTH,
+      description: 'Send it as `cursor` (and nothing else) for the next page, null when no record follows this one. Following cursors to the end returns every record that matched and did not change meanwhile exactly once',
+      examples: [null]
+    }))
   }, { $id: id, title: id, description, additionalProperties: false })
 }
 
 // Bounded below too: a coerced `-Infinity` passes Ajv's integer check, never its minimum.
 export const PageQuery = Type.Integer({
-  description: 'One-based page number; values below 1 are treated as 1',
-  default: 1,
+  // No schema default: a cursor must be sent alone, so the handler needs to see whether page was.
+  description: 'One-based page number (1 when absent); values below 1 are treated as 1',
   format: 'int32',
   minimum: -MAX_PAGE - 1,
   maximum: MAX_PAGE
+})
+
+/** `cursor`: the nextCursor of a page envelope; with it, no other list parameter. */
+export const CursorQuery = Type.String({
+  minLength: 1,
+  maxLength: CURSOR_MAX_LENGTH,
+  description: 'The nextCursor of the previous page: the next 25 records, in the same order and with the same filters. Send no other list parameter with it'
+})
+
+/** `updatedSince`: an instant with its offset. */
+export const UpdatedSinceQuery = Type.String({
+  format: 'date-time',
+  maxLength: 40,
+  description: 'Only records whose updatedAt is at or after this instant: ISO 8601 with an offset (`Z` or `+hh:mm`)'
 })
 
 // ---- What the documentation says of responses: headers, examples, the error responses.
@@ -136,8 +167,13 @@ export const RESPONSE_HEADERS = {
     schema: { type: 'string', enum: ['true'] }
   },
   'Cache-Control': {
-    description: 'Orders are private to your key: no shared cache may keep them',
-    schema: { type: 'string', enum: ['no-store'] }
+    description: 'Reads are private to your key: `private, no-cache` (keep it, but send If-None-Match before using it again); order creation and refusals of order requests say `no-store`',
+    schema: { type: 'string', enum: ['private, no-cache', 'no-store'] }
+  },
+  ETag: {
+    description: 'The version of this body: send it back as If-None-Match and an unchanged answer is 304 with no body. It changes whenever the body would, also when a discount starts or ends',
+    required: true,
+    schema: { type: 'string', maxLength: 64, examples: ['"q6cE0yD0bC7xZt4bV9dYl2dH5g8"'] }
   }
 } satisfies Record<string, HeaderDefinition>
 export type ResponseHeader = keyof typeof RESPONSE_HEADERS
@@ -167,6 +203,18 @@ export function documentedResponse<T extends TSchema> (description: string, sche
   }
 }
 export type DocumentedResponse<T extends TSchema = TSchema> = ReturnType<typeof documentedResponse<T>>
+
+/**
+ * The 200 of a conditional read (with its ETag and Cache-Control) and its 304: no body, the
+ * same headers.
+ */
+export function conditionalResponses<T extends TSchema> (ok: DocumentedResponse<T>, headers: readonly ResponseHeader[]) {
+  const withTag = { ...ok, headers: { ...ok.headers, ...headersObject(['ETag', 'Cache-Control']) } }
+  return {
+    200: withTag,
+    304: { description: 'Not modified: If-None-Match holds the current ETag. No body; the same headers as a 200', type: 'null', headers: headersObject(['Request-Id', 'ETag', 'Cache-Control', ...headers]) }
+  }
+}
 
 /** The same responses, each also declaring the headers `pick` names for its status. */
 export function withHeaders<R extends Record<number, DocumentedResponse>> (responses: R, pick: (status: number) => readonly ResponseHeader[]): R {
@@ -201,6 +249,8 @@ const ERROR_EXAMPLES: { [C in ErrorCode]: Omit<ErrorExample<C>, 'code'> } = {
       { path: 'items[1]', reason: 'combination_required', message: 'items[1]: "Barista T-shirt" has combinations; send a combinationId' }
     ]
   },
+  invalid_cursor: { message: ERRORS.invalid_cursor.message },
+  cursor_expired: { message: ERRORS.cursor_expired.message },
   invalid_api_key: { message: 'Send your API key in the X-Api-Key header or as Authorization: Api-Key <key>' },
   insufficient_scope: { message: ERRORS.insufficient_scope.message },
   not_found: { message: 'No route for GET /external/v1/product' },

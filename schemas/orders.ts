@@ -1,6 +1,6 @@
 // What integrators send and see of orders.
 import { Type, type Static } from 'typebox'
-import { Money, Nullable, Page, PageQuery, Text, Timestamp, Uuid, ref } from './common.ts'
+import { CursorQuery, Money, Nullable, UpdatedSinceQuery, Page, PageQuery, Text, Timestamp, Uuid, ref } from './common.ts'
 
 export const ORDER_STATUSES = ['pending', 'confirmed', 'processing', 'shipped', 'delivered', 'cancelled'] as const
 export type OrderStatus = typeof ORDER_STATUSES[number]
@@ -120,7 +120,9 @@ export type OrderPage = Static<typeof OrderPage>
 
 export const ListOrdersQuery = Type.Object({
   query: Type.Optional(Type.String({ maxLength: 200, description: 'An order number (exact or prefix), or a case-insensitive part of the customer\'s name or phone' })),
-  page: Type.Optional(PageQuery)
+  page: Type.Optional(PageQuery),
+  updatedSince: Type.Optional(UpdatedSinceQuery),
+  cursor: Type.Optional(CursorQuery)
 })
 
 export const OrderParams = Type.Object({

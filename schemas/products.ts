@@ -1,6 +1,6 @@
 // What integrators see of the catalogue.
 import { Type, type Static } from 'typebox'
-import { Count, LIMITS, Money, Nullable, Page, PageQuery, Text, Timestamp, Uuid, ref } from './common.ts'
+import { Count, CursorQuery, LIMITS, UpdatedSinceQuery, Money, Nullable, Page, PageQuery, Text, Timestamp, Uuid, ref } from './common.ts'
 
 export const VariantOption = Type.Object({
   id: Uuid,
@@ -53,7 +53,9 @@ export const ListProductsQuery = Type.Object({
   categoryIds: Type.Optional(Type.String({ maxLength: 4000, description: 'Comma-separated category GUIDs; a product in any of them matches; invalid GUIDs are ignored' })),
   brandIds: Type.Optional(Type.String({ maxLength: 4000, description: 'Comma-separated brand GUIDs; invalid GUIDs are ignored' })),
   barcode: Type.Optional(Type.String({ maxLength: 200, description: 'Exact barcode of the product or of any of its combinations' })),
-  sku: Type.Optional(Type.String({ maxLength: 200, description: 'Exact SKU of the product or of any of its combinations' }))
+  sku: Type.Optional(Type.String({ maxLength: 200, description: 'Exact SKU of the product or of any of its combinations' })),
+  updatedSince: Type.Optional(UpdatedSinceQuery),
+  cursor: Type.Optional(CursorQuery)
 }, { additionalProperties: true })
 export type ListProductsQuery = Static<typeof ListProductsQuery>
 
@@ -74,6 +76,6 @@ export type CategoryPage = Static<typeof CategoryPage>
 export const BrandPage = Page(ref(Brand), 'BrandPage', 'A page of brands, sorted by name (case-insensitive), then id')
 export type BrandPage = Static<typeof BrandPage>
 
-export const ListGroupingsQuery = Type.Object({ page: Type.Optional(PageQuery) })
+export const ListGroupingsQuery = Type.Object({ page: Type.Optional(PageQuery), cursor: Type.Optional(CursorQuery) })
 
 export const productSchemas = [VariantOption, Variant, Combination, Product, ProductPage, Category, Brand, CategoryPage, BrandPage]

@@ -2,14 +2,18 @@
 // through the instance's cache, which never outlives a price change (a discount starting or
 // ending) nor a catalogue change seen by any instance.
 import type { Database } from '../db/client.ts'
-import { findProduct, listGroupings, listProducts, touchDiscountBoundaries, type Grouping, type ProductFilters } from '../db/products.ts'
-import { PAGE_SIZE, isUuid } from '../schemas/common.ts'
+import { recordEvents } from '../db/events.ts'
+import { countMatchingProducts, findProduct, listGroupings, listProducts, touchDiscountBoundaries, type Grouping, type ProductFilters } from '../db/products.ts'
+import { PAGE_SIZE, isUuid, type ListWindow } from '../schemas/common.ts'
 import type { CategoryPage, ListProductsQuery, Product, ProductPage } from '../schemas/products.ts'
+import { nextCursor } from './list-cursor.ts'
 import type { StoreState } from './store-state.ts'
+
+export type { ProductFilters }
 
 export interface CatalogReader { database: Database, storeState: StoreState }
 
-export type ProductListQuery = Omit<ListProductsQuery, 'page'>
+export type ProductListQuery = Omit<ListProductsQuery, 'page' | 'cursor'>
 
 function guidList (value: string | undefined): string[] | undefined {
   const ids = value?.split(',').map((s) => s.trim().toLowerCase()).filter(isUuid)
@@ -26,7 +30,8 @@ export function productFilters (q: ProductListQuery): ProductFilters {
     brandIds: guidList(q.brandIds),
     // Exact matches, so not trimmed.
     sku: q.sku || undefined,
-    barcode: q.barcode || undefined
+    barcode: q.barcode || undefined,
+    updatedSince: q.updatedSince
   }
 }
 
@@ -37,22 +42,37 @@ export async function getProduct ({ database, storeState }: CatalogReader, id: s
   })
 }
 
-export async function listProductPage ({ database, storeState }: CatalogReader, filters: ProductFilters, window: { page: number, limit: number, offset: number }): Promise<ProductPage> {
-  const page = await storeState.cachedRead(`list:${window.page}:${JSON.stringify(filters)}`, async () => {
-    const { items, total } = await listProducts(database.db, filters, window)
+export async function listProductPage ({ database, storeState }: CatalogReader, filters: ProductFilters, window: ListWindow): Promise<ProductPage> {
+  const page = await storeState.cachedRead(`list:${JSON.stringify([filters, window.offset, window.after])}`, async () => {
+    const found = await listProducts(database.db, filters, window)
+    // Counting every match again for each page is what made deep crawls slow: the total of a
+    // filter is kept until the catalogue changes.
+    const total = found.total ?? (await storeState.cachedRead(`count:${JSON.stringify(filters)}`, async () => ({
+      value: await countMatchingProducts(database.db, filters),
+      changesAt: []
+    })))!
     return {
-      value: { items: items.map((i) => i.product), page: window.page, pageSize: PAGE_SIZE, total },
-      changesAt: items.map((i) => i.priceChangesAt)
+      value: {
+        items: found.items.map((i) => i.product),
+        page: window.page,
+        pageSize: PAGE_SIZE,
+        total,
+        nextCursor: nextCursor(storeState.cursorSecret, 'products', filters, window.page, found.next)
+      },
+      changesAt: found.items.map((i) => i.priceChangesAt)
     }
   })
   return page!
 }
 
 /** A page of categories or brands with their product counts (the same shape for both). */
-export async function listGroupingPage ({ database, storeState }: CatalogReader, grouping: Grouping, window: { page: number, limit: number, offset: number }): Promise<CategoryPage> {
-  const page = await storeState.cachedRead(`${grouping}:${window.page}`, async () => {
-    const { items, total } = await listGroupings(database.db, grouping, window)
-    return { value: { items, page: window.page, pageSize: PAGE_SIZE, total }, changesAt: [] }
+export async function listGroupingPage ({ database, storeState }: CatalogReader, grouping: Grouping, window: ListWindow): Promise<CategoryPage> {
+  const page = await storeState.cachedRead(`${grouping}:${JSON.stringify([window.offset, window.after])}`, async () => {
+    const { items, total, next } = await listGroupings(database.db, grouping, window)
+    return {
+      value: { items, page: window.page, pageSize: PAGE_SIZE, total, nextCursor: nextCursor(storeState.cursorSecret, grouping, {}, window.page, next) },
+      changesAt: []
+    }
   })
   return page!
 }
@@ -63,7 +83,11 @@ export async function listGroupingPage ({ database, storeState }: CatalogReader,
  * sweep interval; returns how many products moved.
  */
 export async function markDiscountBoundaries ({ database, storeState }: CatalogReader, lookbackMs: number, now = new Date()): Promise<number> {
-  const moved = await touchDiscountBoundaries(database.db, now, lookbackMs)
+  const moved = await database.db.transaction(async (tx) => {
+    const ids = await touchDiscountBoundaries(tx, now, lookbackMs)
+    await recordEvents(tx, ids.map((id) => ({ type: 'product.updated' as const, resourceId: id })))
+    return ids
+  })
   if (moved.length > 0) await storeState.catalogChanged()
   return moved.length
 }

@@ -1,6 +1,7 @@
 // The operator's status changes. The external API never changes an order; the store moves
 // it along pending → confirmed → processing → shipped → delivered, or cancels it before it ships.
 import type { Db } from '../db/client.ts'
+import { recordEvents } from '../db/events.ts'
 import { lockOrder, updateOrderStatus } from '../db/orders.ts'
 import type { OrderStatus, OrderSummary } from '../schemas/orders.ts'
 
@@ -25,6 +26,13 @@ export async function setOrderStatus (db: Db, orderNumberOrId: string, status: O
     if (current === null) return { ok: false, reason: 'not_found' } as const
     const allowed = STATUS_TRANSITIONS[current.status]
     if (!allowed.includes(status)) return { ok: false, reason: 'forbidden', from: current.status, allowed } as const
-    return { ok: true, order: await updateOrderStatus(tx, current.id, status, now), from: current.status } as const
+    const order = await updateOrderStatus(tx, current.id, status, now)
+    await recordEvents(tx, [{
+      type: 'order.status_changed',
+      resourceId: order.id,
+      apiKeyId: current.apiKeyId,
+      data: { orderNumber: order.orderNumber, status, previousStatus: current.status }
+    }])
+    return { ok: true, order, from: current.status } as const
   })
 }

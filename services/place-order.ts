@@ -66,7 +66,7 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
           throw orderCreationFailed(stock.lines.map((i) => outOfStock(i, priced.names[i]!, available)))
         }
       }
-      // Stock is part of what integrators see of a product: its availability and updatedAt follow.
+      // Stock is part of what integrators see of a product: its availability, updatedAt and event follow.
       await refreshProductState(tx, [...new Set(priced.stock.map((taken) => taken.productId))], now)
       const deliveryFee: Cents = request.address ? toCents(input.settings.deliveryFee) : 0
       if (priced.total + deliveryFee > MAX_AMOUNT_CENTS) throw apiError('order_creation_failed', 'The order total is larger than an order can hold')

@@ -2,6 +2,7 @@
 // the settings (maintenance, delivery fee, default country) and the catalogue version,
 // whose change drops every cached catalogue read.
 import type { Database } from '../db/client.ts'
+import { readCursorSecret } from '../db/events.ts'
 import { DEFAULT_SETTINGS, bumpCatalogVersion, readStoreState, type StoreSettings } from '../db/settings.ts'
 import { ReadCache } from '../lib/read-cache.ts'
 
@@ -10,17 +11,25 @@ export interface StoreStateOptions {
   cacheEntries: number
   /** Longest a cached read lives when no change is signalled. */
   cacheMaxMs: number
+  /**
+   * Cached reads are served only while the last successful poll began less than this long
+   * ago: a change published this long ago has been seen (READ_SETTLE_MS).
+   */
+  settleMs: number
   onError: (err: unknown) => void
 }
 
 export class StoreState {
   settings: StoreSettings = DEFAULT_SETTINGS
   catalogVersion = ''
+  /** Signs list cursors; the same on every instance (it lives in the database). */
+  cursorSecret = ''
   readonly catalogCache: ReadCache
   readonly #database: Database
   readonly #options: StoreStateOptions
   readonly #loading = new Map<string, Promise<unknown>>()
   #timer: NodeJS.Timeout | undefined
+  #polledAt = 0
 
   constructor (database: Database, options: StoreStateOptions) {
     this.#database = database
@@ -29,12 +38,15 @@ export class StoreState {
   }
 
   async refresh (): Promise<void> {
+    const startedAt = Date.now()
+    if (this.cursorSecret === '') this.cursorSecret = await readCursorSecret(this.#database.db)
     const state = await readStoreState(this.#database.db)
     this.settings = state.settings
     if (state.catalogVersion !== this.catalogVersion) {
       this.catalogVersion = state.catalogVersion
       this.catalogCache.clear()
     }
+    this.#polledAt = Math.max(this.#polledAt, startedAt)
   }
 
   /** Polls every `pollIntervalMs`; a failed poll keeps the last state and is reported. */
@@ -59,6 +71,9 @@ export class StoreState {
    * `changesAt` (a discount starting or ending) or after the cache's longest life.
    */
   async cachedRead<V> (key: string, load: () => Promise<{ value: V, changesAt: Array<Date | null> } | null>): Promise<V | null> {
+    // Not heard from the database lately (it is slow or unreachable): what is cached may
+    // predate a change others already see, so read through.
+    if (Date.now() - this.#polledAt >= this.#options.settleMs) return (await load())?.value ?? null
     const hit = this.catalogCache.get(key)
     if (hit !== undefined) return hit as V
     const versionBefore = this.catalogVersion

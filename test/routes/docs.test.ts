@@ -125,6 +125,10 @@ t.test('every response of every operation is described and has examples that are
     for (const [status, response] of Object.entries(operation.responses)) {
       const where = `${key} ${status}`
       t.not(response.description, 'Default Response', `${where} is described`)
+      if (status === '304') {
+        t.equal(response.content, undefined, `${where} has no body`)
+        continue
+      }
       const media = response.content?.['application/json']
       const examples = examplesOf(media)
       t.ok(examples.length > 0, `${where} has an example`)
@@ -168,6 +172,9 @@ function exampleUrl (path: string, parameters: Parameter[], only?: Parameter) {
   return url.pathname + url.search
 }
 
+// A list cursor is signed with the store's own secret: no example could work in every store.
+const withExample = (p: Parameter) => p.name !== 'cursor'
+
 /** The request body examples: the media type's and its schema's, then each example of a part of the body within the first whole one. */
 function bodyExamples (document: Document, operation: Operation): unknown[] {
   const media = operation.requestBody?.content['application/json']
@@ -192,7 +199,7 @@ t.test('every request example works as it is against the demo catalogue', async 
 
   for (const { key: name, method, path, operation } of operationsOf(document).sort(creatingFirst)) {
     const parameters = operation.parameters ?? []
-    for (const parameter of parameters.filter((p) => p.in === 'path' || p.in === 'query')) {
+    for (const parameter of parameters.filter((p) => (p.in === 'path' || p.in === 'query') && withExample(p))) {
       t.not(parameter.example, undefined, `${name}: ${parameter.in} parameter ${parameter.name} has an example`)
     }
     const bodies = bodyExamples(document, operation)
@@ -216,6 +223,8 @@ t.test('with every example at once, as "Try it out" sends them, an operation ans
     const res = await app.inject({ method: method as 'GET', url: exampleUrl(path, operation.parameters ?? []), headers: authHeaders(key), ...(body === undefined ? {} : { payload: body as Json }) })
     const success = successOf(operation)
     t.equal(res.statusCode, success, `${name} answers ${success}`)
+    // The feed's answer is the store's own history (and depends on when it is read).
+    if (operation.operationId === 'listChanges') continue
     const [documented] = examplesOf(operation.responses[String(success)]!.content!['application/json'])
     t.same(withoutVolatile(res.json()), withoutVolatile(documented), `${name}: the documented answer is the real one`)
   }

@@ -35,7 +35,7 @@ t.test('pagination', async (t) => {
     const res = await list()
     t.equal(res.statusCode, 200)
     const body = res.json<ListBody>()
-    t.same(Object.keys(body).sort(), ['items', 'page', 'pageSize', 'total'])
+    t.same(Object.keys(body).sort(), ['items', 'nextCursor', 'page', 'pageSize', 'total'])
     t.match(body, { page: 1, pageSize: 25, total: 30 })
     t.same(body.items.map((p) => p.name), names.slice(0, 25))
   })
@@ -59,13 +59,13 @@ t.test('pagination', async (t) => {
   t.test('a page past the end is empty with the requested page and the real total', async (t) => {
     const res = await list('&page=7')
     t.equal(res.statusCode, 200)
-    t.same(res.json(), { items: [], page: 7, pageSize: 25, total: 30 })
+    t.same(res.json(), { items: [], page: 7, pageSize: 25, total: 30, nextCursor: null })
   })
 
   t.test('a very large page is still an empty page', async (t) => {
     const res = await list('&page=1000000000')
     t.equal(res.statusCode, 200)
-    t.same(res.json(), { items: [], page: 1000000000, pageSize: 25, total: 30 })
+    t.same(res.json(), { items: [], page: 1000000000, pageSize: 25, total: 30, nextCursor: null })
   })
 
   for (const page of ['1.5', 'abc', '']) {
@@ -84,7 +84,7 @@ t.test('pagination', async (t) => {
   t.test('nothing matching is an empty page with total 0', async (t) => {
     const res = await get('/external/v1/products?query=no-such-thing-anywhere')
     t.equal(res.statusCode, 200)
-    t.same(res.json(), { items: [], page: 1, pageSize: 25, total: 0 })
+    t.same(res.json(), { items: [], page: 1, pageSize: 25, total: 0, nextCursor: null })
   })
 })
 

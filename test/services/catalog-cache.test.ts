@@ -134,7 +134,7 @@ t.test('the first import into an empty store is seen by every instance', async (
 })
 
 t.test('concurrent misses of one key share one load', async (t) => {
-  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheEntries: 100, cacheMaxMs: 60_000, onError: (err) => { throw err } })
+  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheEntries: 100, cacheMaxMs: 60_000, settleMs: 60_000, onError: (err) => { throw err } })
   await state.refresh()
   let loads = 0
   const load = async () => {
@@ -151,7 +151,7 @@ t.test('concurrent misses of one key share one load', async (t) => {
 })
 
 t.test('a read that raced a catalogue change is not kept', async (t) => {
-  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheEntries: 100, cacheMaxMs: 60_000, onError: (err) => { throw err } })
+  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheEntries: 100, cacheMaxMs: 60_000, settleMs: 60_000, onError: (err) => { throw err } })
   await state.refresh()
   let loads = 0
   const load = async () => {
@@ -163,6 +163,19 @@ t.test('a read that raced a catalogue change is not kept', async (t) => {
   t.equal(await state.cachedRead('k', load), 1)
   t.equal(await state.cachedRead('k', load), 2, 'read again, not served from the cache')
   t.equal(await state.cachedRead('k', load), 2, 'this one is kept')
+})
+
+t.test('an instance that has not polled lately reads through its cache', async (t) => {
+  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheEntries: 100, cacheMaxMs: 60_000, settleMs: 200, onError: (err) => { throw err } })
+  let loads = 0
+  const load = async () => ({ value: ++loads, changesAt: [] })
+  t.equal(await state.cachedRead('k', load), 1, 'never polled: read through')
+  t.equal(await state.cachedRead('k', load), 2)
+  await state.refresh()
+  t.equal(await state.cachedRead('k', load), 3)
+  t.equal(await state.cachedRead('k', load), 3, 'just polled: served from the cache')
+  await sleep(250)
+  t.equal(await state.cachedRead('k', load), 4, 'the last poll is older than the settle time: read through')
 })
 
 t.test('the read cache expires entries and stays bounded', async (t) => {

@@ -1,8 +1,9 @@
 // GET /categories and GET /brands: the ids the product filters take, with product counts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { documentedResponse, pageWindow, ref } from '../../../schemas/common.ts'
+import { conditionalResponses, documentedResponse, pageWindow, ref } from '../../../schemas/common.ts'
 import { BrandPage, CategoryPage, ListGroupingsQuery } from '../../../schemas/products.ts'
 import { listGroupingPage } from '../../../services/catalog.ts'
+import { openListCursor } from '../../../services/list-cursor.ts'
 import { v1Errors, v1Headers } from './shared.ts'
 
 // What the demo catalogue answers (test/routes/docs.test.ts holds the two together).
@@ -16,7 +17,8 @@ const CATEGORIES = {
   ],
   page: 1,
   pageSize: 25,
-  total: 5
+  total: 5,
+  nextCursor: null
 }
 const BRANDS = {
   items: [
@@ -26,7 +28,8 @@ const BRANDS = {
   ],
   page: 1,
   pageSize: 25,
-  total: 3
+  total: 3,
+  nextCursor: null
 }
 
 const ROUTES = [
@@ -37,7 +40,7 @@ const ROUTES = [
 const groupings: FastifyPluginAsyncTypebox = async (app) => {
   for (const route of ROUTES) {
     app.get(`/${route.grouping}`, {
-      config: { scope: 'products:list' },
+      config: { scope: 'products:list', conditional: true },
       schema: {
         operationId: route.operationId,
         summary: route.summary,
@@ -45,11 +48,15 @@ const groupings: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['Products'],
         querystring: ListGroupingsQuery,
         response: {
-          200: documentedResponse(`A page of ${route.grouping}`, ref(route.page), { demo: { summary: `The demo store's ${route.grouping}`, value: route.example } }, v1Headers(200)),
+          ...conditionalResponses(documentedResponse(`A page of ${route.grouping}`, ref(route.page), { demo: { summary: `The demo store's ${route.grouping}`, value: route.example } }, v1Headers(200)), v1Headers(200)),
           ...v1Errors()
         }
       }
-    }, async (request) => listGroupingPage(app, route.grouping, pageWindow(request.query.page)))
+    }, async (request) => {
+      const { cursor, page } = request.query
+      if (cursor === undefined) return listGroupingPage(app, route.grouping, pageWindow(page))
+      return listGroupingPage(app, route.grouping, openListCursor(app.storeState.cursorSecret, route.grouping, cursor, { page }).window)
+    })
   }
 }
 

@@ -2,9 +2,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { apiError, invalidField } from '../../../errors.ts'
-import { documentedResponse, pageWindow, ref, withHeaders, type ResponseHeader } from '../../../schemas/common.ts'
+import { conditionalResponses, documentedResponse, pageWindow, ref, withHeaders, type ResponseHeader } from '../../../schemas/common.ts'
 import { CreateOrderBody, ListOrdersQuery, Order, OrderPage, OrderParams, OrderSummary } from '../../../schemas/orders.ts'
-import { getOrder, listOrders } from '../../../services/orders.ts'
+import { openListCursor } from '../../../services/list-cursor.ts'
+import { getOrder, listOrders, orderFilters, type OrderFilters } from '../../../services/orders.ts'
 import { placeOrder } from '../../../services/place-order.ts'
 import { v1Errors, v1Headers } from './shared.ts'
 
@@ -34,7 +35,8 @@ const ORDER = {
   ]
 }
 
-// Every orders response, refusals included, says Cache-Control: no-store.
+// Every orders response says Cache-Control: `private, no-cache` on a read that succeeded
+// (set with its ETag), `no-store` on everything else.
 const ordersHeaders = (status: number): ResponseHeader[] => [...v1Headers(status), 'Cache-Control']
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
@@ -43,7 +45,7 @@ const orders: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app
   // Orders are private to one integrator: never stored by a shared cache. On send, so a
   // refusal by the admission hook (401, 403, 429) carries it too.
-  app.addHook('onSend', async (_request, reply) => { reply.header('cache-control', 'no-store') })
+  app.addHook('onSend', async (_request, reply) => { if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store') })
 
   const publicBase = config.PUBLIC_BASE_URL?.replace(/\/+$/, '')
 
@@ -111,7 +113,7 @@ Send an Idempotency-Key to retry safely: the same key and body within 24 hours r
   })
 
   app.get('/orders', {
-    config: { scope: 'orders:list' },
+    config: { scope: 'orders:list', conditional: true },
     schema: {
       operationId: 'listOrders',
       summary: 'List your orders',
@@ -119,18 +121,23 @@ Send an Idempotency-Key to retry safely: the same key and body within 24 hours r
       tags: ['Orders'],
       querystring: ListOrdersQuery,
       response: {
-        200: documentedResponse('A page of your orders, newest first', ref(OrderPage), {
-          ada: { summary: 'Your orders for Ada, as the parameter examples ask', value: { items: [ORDER_SUMMARY], page: 1, pageSize: 25, total: 1 } }
-        }, ordersHeaders(200)),
+        ...conditionalResponses(documentedResponse('A page of your orders, newest first', ref(OrderPage), {
+          ada: { summary: 'Your orders for Ada, as the parameter examples ask', value: { items: [ORDER_SUMMARY], page: 1, pageSize: 25, total: 1, nextCursor: null } }
+        }, ordersHeaders(200)), ordersHeaders(200)),
         ...withHeaders(v1Errors(), ordersHeaders)
       }
     }
   }, async (request) => {
-    return listOrders(app.database, request.apiKey!.id, request.query.query, pageWindow(request.query.page))
+    const { cursor, page, ...query } = request.query
+    const apiKeyId = request.apiKey!.id
+    const secret = app.storeState.cursorSecret
+    if (cursor === undefined) return listOrders(app.database, secret, apiKeyId, orderFilters(query), pageWindow(page))
+    const resumed = openListCursor<OrderFilters>(secret, 'orders', cursor, { page, ...query }, apiKeyId)
+    return listOrders(app.database, secret, apiKeyId, resumed.filters, resumed.window)
   })
 
   app.get('/orders/:orderNumberOrId', {
-    config: { scope: 'orders:find' },
+    config: { scope: 'orders:find', conditional: true },
     schema: {
       operationId: 'getOrder',
       summary: 'Get one of your orders',
@@ -138,9 +145,9 @@ Send an Idempotency-Key to retry safely: the same key and body within 24 hours r
       tags: ['Orders'],
       params: OrderParams,
       response: {
-        200: documentedResponse('The order, with its items', ref(Order), {
+        ...conditionalResponses(documentedResponse('The order, with its items', ref(Order), {
           byNumber: { summary: 'Order 100001, as the parameter example asks', value: ORDER }
-        }, ordersHeaders(200)),
+        }, ordersHeaders(200)), ordersHeaders(200)),
         ...withHeaders(v1Errors('order_not_found', {
           code: 'validation_failed',
           message: 'path: a segment is too long',

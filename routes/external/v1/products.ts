@@ -1,9 +1,10 @@
 // GET /products and GET /products/{id}: the catalogue, read through the instance's cache.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { apiError } from '../../../errors.ts'
-import { documentedResponse, isUuid, pageWindow, ref } from '../../../schemas/common.ts'
+import { conditionalResponses, documentedResponse, isUuid, pageWindow, ref } from '../../../schemas/common.ts'
 import { ListProductsQuery, Product, ProductPage, ProductParams } from '../../../schemas/products.ts'
-import { getProduct, listProductPage, productFilters } from '../../../services/catalog.ts'
+import { getProduct, listProductPage, productFilters, type ProductFilters } from '../../../services/catalog.ts'
+import { openListCursor, pick } from '../../../services/list-cursor.ts'
 import { v1Errors, v1Headers } from './shared.ts'
 
 // What the demo catalogue answers to the parameter examples of the document
@@ -50,12 +51,16 @@ const YIRGACHEFFE_PAGE = {
   }],
   page: 1,
   pageSize: 25,
-  total: 1
+  total: 1,
+  nextCursor: null
 }
+
+// The list's own parameters: none may come with a cursor (unknown ones are ignored, as always).
+const LIST_PRODUCTS_PARAMETERS = ['query', 'isAvailable', 'categoryIds', 'brandIds', 'barcode', 'sku', 'updatedSince'] as const
 
 const products: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/products', {
-    config: { scope: 'products:list' },
+    config: { scope: 'products:list', conditional: true },
     schema: {
       operationId: 'listProducts',
       summary: 'List products',
@@ -63,18 +68,21 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['Products'],
       querystring: ListProductsQuery,
       response: {
-        200: documentedResponse('A page of products; past the last page, no items and the real total', ref(ProductPage), {
+        ...conditionalResponses(documentedResponse('A page of products; past the last page, no items and the real total', ref(ProductPage), {
           yirgacheffe: { summary: 'Every filter at once, as the parameter examples send them', value: YIRGACHEFFE_PAGE }
-        }, v1Headers(200)),
+        }, v1Headers(200)), v1Headers(200)),
         ...v1Errors()
       }
     }
   }, async (request) => {
-    return listProductPage(app, productFilters(request.query), pageWindow(request.query.page))
+    const { cursor, page, ...query } = request.query
+    if (cursor === undefined) return listProductPage(app, productFilters(query), pageWindow(page))
+    const resumed = openListCursor<ProductFilters>(app.storeState.cursorSecret, 'products', cursor, { page, ...pick(query, LIST_PRODUCTS_PARAMETERS) })
+    return listProductPage(app, resumed.filters, resumed.window)
   })
 
   app.get('/products/:id', {
-    config: { scope: 'products:find' },
+    config: { scope: 'products:find', conditional: true },
     schema: {
       operationId: 'getProduct',
       summary: 'Get a product',
@@ -82,9 +90,9 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['Products'],
       params: ProductParams,
       response: {
-        200: documentedResponse('The product, with its variants and purchasable combinations', ref(Product), {
+        ...conditionalResponses(documentedResponse('The product, with its variants and purchasable combinations', ref(Product), {
           tumbler: { summary: 'A product with combinations', value: TUMBLER }
-        }, v1Headers(200)),
+        }, v1Headers(200)), v1Headers(200)),
         ...v1Errors('invalid_product_id', 'product_not_found', {
           code: 'validation_failed',
           message: 'path: a segment is too long',

@@ -38,9 +38,9 @@ t.test('list orders', async (t) => {
 
   t.test('page 1: 25 of the caller\'s orders, newest first, without items', async (t) => {
     const res = await getJson(app, keyA, '/external/v1/orders')
-    t.equal(res.headers['cache-control'], 'no-store')
+    t.equal(res.headers['cache-control'], 'private, no-cache')
     const body = res.json<OrderPage>()
-    t.same(Object.keys(body).sort(), ['items', 'page', 'pageSize', 'total'])
+    t.same(Object.keys(body).sort(), ['items', 'nextCursor', 'page', 'pageSize', 'total'])
     t.match(body, { page: 1, pageSize: 25, total: 27 })
     t.equal(body.items.length, 25)
     t.same(body.items.map((o) => o.id), expected.slice(0, 25).map((o) => o.id))
@@ -56,7 +56,7 @@ t.test('list orders', async (t) => {
 
   t.test('page 0 is page 1, a page past the end is empty', async (t) => {
     t.same((await list('?page=0')).items.map((o) => o.id), expected.slice(0, 25).map((o) => o.id))
-    t.same(await list('?page=3'), { items: [], page: 3, pageSize: 25, total: 27 })
+    t.same(await list('?page=3'), { items: [], page: 3, pageSize: 25, total: 27, nextCursor: null })
     expectError(t, await getJson(app, keyA, '/external/v1/orders?page=abc'), 400, 'validation_failed', { details: true })
   })
 
@@ -114,7 +114,7 @@ t.test('list orders', async (t) => {
   })
 
   t.test('query: nothing matching, and LIKE wildcards are literal', async (t) => {
-    t.same(await list('?query=nobody-here'), { items: [], page: 1, pageSize: 25, total: 0 })
+    t.same(await list('?query=nobody-here'), { items: [], page: 1, pageSize: 25, total: 0, nextCursor: null })
     t.equal((await list('?query=%25')).total, 0)
     t.equal((await list('?query=_')).total, 0)
   })
@@ -132,7 +132,7 @@ t.test('get one order', async (t) => {
   t.test('by GUID, with its items', async (t) => {
     const res = await getJson(app, keyA, `/external/v1/orders/${order.id}`)
     t.equal(res.statusCode, 200)
-    t.equal(res.headers['cache-control'], 'no-store')
+    t.equal(res.headers['cache-control'], 'private, no-cache')
     const body = res.json<FullOrder>()
     t.same(Object.keys(body).sort(), [...ORDER_SUMMARY_KEYS, 'items'].sort())
     const { items, ...summary } = body
