@@ -110,12 +110,39 @@ export async function raiseStock (sql: postgres.Sql, lines: readonly OrderLineCh
 const ORDER_COLUMNS = 'id, order_number, api_key_id, status, total, delivery_fee, final_total, products_count, customer_name, customer_phone, note, address, created_at, updated_at'
 
 /**
+ * The SQL of the app's change-log write (db/events.ts recordEvents, as services/place-order.ts
+ * calls it): one INSERT of the order's `order.created` and a `product.updated` for each
+ * product whose tracked stock the order took. `chosen` names the order's lines (with l.i,
+ * b.product_id), `tracked` the condition that a line's stock is tracked.
+ */
+const eventInsert = (orderId: string, orderNumber: string, apiKeyId: string, chosen: string, tracked: string) => [
+  'INSERT INTO change_events (type, resource_id, api_key_id, data)',
+  `  SELECT 'order.created', ${orderId}::uuid, '${apiKeyId}'::uuid, ('{"orderNumber":"' || ${orderNumber} || '","status":"pending"}')::jsonb`,
+  `  UNION ALL SELECT DISTINCT 'product.updated', b.product_id, NULL::uuid, '{}'::jsonb FROM ${chosen} AND ${tracked};`
+]
+
+/**
+ * db/products.ts refreshProductState: after stock was taken, each product's availability,
+ * updated_at and content hash (`ids` selects the products).
+ */
+const refreshProducts = (ids: string) => [
+  'UPDATE products p SET updated_at = now(), content_hash = NULL,',
+  '  available = p.is_available AND CASE',
+  '    WHEN EXISTS (SELECT 1 FROM combinations c WHERE c.product_id = p.id)',
+  '      THEN EXISTS (SELECT 1 FROM combinations c WHERE c.product_id = p.id AND c.is_available AND (c.quantity IS NULL OR c.quantity > 0))',
+  '    ELSE p.quantity IS NULL OR p.quantity > 0 END',
+  `  WHERE p.id IN (${ids});`
+]
+
+/**
  * The app's create-order transaction as a pgbench script: 1–3 lines taken in line-number
  * order (as the app takes them in id order, so that concurrent orders never deadlock),
- * each with the conditional decrement when its stock is tracked, the order row with
- * nextval('order_number_seq'), the item rows, the order_counts upsert.
+ * each with the conditional decrement when its stock is tracked, the products' state
+ * refreshed when stock was taken, the order row with nextval('order_number_seq'), the item
+ * rows, the order_counts upsert and, with `feed` (as the app does), the change-log INSERT.
+ * Without `feed` it measures what the events cost.
  */
-export function pgbenchScript (table: LineTable, apiKeyId: string): string {
+export function pgbenchScript (table: LineTable, apiKeyId: string, options: { feed: boolean } = { feed: true }): string {
   const { lines, trackedProducts, untrackedEnd } = table
   const stock = (v: string, q: string) => [
     `\\if :${v} <= ${trackedProducts}`,
@@ -125,6 +152,8 @@ export function pgbenchScript (table: LineTable, apiKeyId: string): string {
     '\\endif'
   ]
   const chosen = '(VALUES (0, :x::int, :qx::int), (1, :y::int, :qy::int), (2, :z::int, :qz::int)) AS l(line, i, q) JOIN bench_order_lines b ON b.i = l.i WHERE l.line < :n'
+  const trackedLine = (v: string) => `(:${v} <= ${trackedProducts} or :${v} > ${untrackedEnd})`
+  const tracked = `(l.i <= ${trackedProducts} OR l.i > ${untrackedEnd})`
   return [
     '\\set n random(1, 3)',
     `\\set a random(1, ${lines})`,
@@ -138,6 +167,7 @@ export function pgbenchScript (table: LineTable, apiKeyId: string): string {
     '\\set qz random(1, 2)',
     `\\set shard random(0, ${COUNT_SHARDS - 1})`,
     '\\set customer random(1, 1000000)',
+    `\\set tracked ${trackedLine('x')} or (:n >= 2 and ${trackedLine('y')}) or (:n >= 3 and ${trackedLine('z')})`,
     'BEGIN;',
     ...stock('x', 'qx'),
     '\\if :n >= 2',
@@ -146,14 +176,18 @@ export function pgbenchScript (table: LineTable, apiKeyId: string): string {
     '\\if :n >= 3',
     ...stock('z', 'qz'),
     '\\endif',
+    '\\if :tracked',
+    ...refreshProducts(`SELECT b.product_id FROM ${chosen} AND ${tracked}`),
+    '\\endif',
     `INSERT INTO orders (${ORDER_COLUMNS})`,
     `  SELECT gen_random_uuid(), nextval('order_number_seq'), '${apiKeyId}', 'pending', s.total, 0, s.total, s.count, 'Bench Customer ' || :customer, '${ORDER_PHONE}', NULL, NULL, now(), now()`,
     `  FROM (SELECT sum(b.price * l.q) AS total, sum(l.q)::int AS count FROM ${chosen}) s`,
-    '  RETURNING id AS order_id \\gset',
+    '  RETURNING id AS order_id, order_number \\gset',
     'INSERT INTO order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)',
     `  SELECT :order_id::uuid, l.line, b.product_id, b.combination_id, b.name, l.q, b.price, b.price * l.q FROM ${chosen};`,
     `INSERT INTO order_counts (api_key_id, shard, count) VALUES ('${apiKeyId}', :shard, 1)`,
     '  ON CONFLICT (api_key_id, shard) DO UPDATE SET count = order_counts.count + 1;',
+    ...(options.feed ? eventInsert(':order_id', ':order_number', apiKeyId, chosen, tracked) : []),
     'COMMIT;',
     ''
   ].join('\n')
@@ -211,8 +245,8 @@ export async function runPgbench (options: { url: string, script: string, connec
   }
 }
 
-/** The same transaction from Node with postgres.js: `connections` clients, each running orders back to back. */
-export async function runRawNode (options: { url: string, lines: readonly OrderLineChoice[], apiKeyId: string, connections: number, durationSeconds: number, seed: number }): Promise<LoadResult & { tool: string }> {
+/** The same transaction from Node with postgres.js: `connections` clients, each running orders back to back (`feed`: with the change-log write). */
+export async function runRawNode (options: { url: string, lines: readonly OrderLineChoice[], apiKeyId: string, connections: number, durationSeconds: number, seed: number, feed: boolean }): Promise<LoadResult & { tool: string }> {
   const sql = postgres(options.url, { max: options.connections, onnotice: () => {}, connection: { application_name: 'storefront-bench-raw' } })
   const random = randomGenerator(options.seed + 13)
   const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1))
@@ -238,11 +272,20 @@ export async function runRawNode (options: { url: string, lines: readonly OrderL
               : await tx`update products set quantity = quantity - ${l.q} where id = ${l.productId} and quantity >= ${l.q} returning id`
             if (rows.length === 0) throw new Error('out of stock')
           }
+          const restocked = [...new Set(stocked.map((l) => l.productId))]
+          if (restocked.length > 0) {
+            await tx`update products p set updated_at = now(), content_hash = null,
+              available = p.is_available and case
+                when exists (select 1 from combinations c where c.product_id = p.id)
+                  then exists (select 1 from combinations c where c.product_id = p.id and c.is_available and (c.quantity is null or c.quantity > 0))
+                else p.quantity is null or p.quantity > 0 end
+              where p.id in ${tx(restocked)}`
+          }
           const cents = lines.reduce((sum, l) => sum + Math.round(l.price * 100) * l.q, 0)
           const total = (cents / 100).toFixed(2)
-          const [order] = await tx<Array<{ id: string }>>`insert into orders (id, order_number, api_key_id, status, total, delivery_fee, final_total, products_count, customer_name, customer_phone, created_at, updated_at)
+          const [order] = await tx<Array<{ id: string, order_number: string }>>`insert into orders (id, order_number, api_key_id, status, total, delivery_fee, final_total, products_count, customer_name, customer_phone, created_at, updated_at)
             values (gen_random_uuid(), nextval('order_number_seq'), ${options.apiKeyId}, 'pending', ${total}, 0, ${total}, ${lines.reduce((n, l) => n + l.q, 0)}, ${`Bench Customer ${++customer}`}, ${ORDER_PHONE}, now(), now())
-            returning id`
+            returning id, order_number::text`
           await tx`insert into order_items ${tx(lines.map((l, line) => ({
             order_id: order!.id,
 line,
@@ -255,6 +298,14 @@ total_price: (Math.round(l.price * 100) * l.q / 100).toFixed(2)
           })))}`
           await tx`insert into order_counts (api_key_id, shard, count) values (${options.apiKeyId}, ${int(0, COUNT_SHARDS - 1)}, 1)
             on conflict (api_key_id, shard) do update set count = order_counts.count + 1`
+          if (options.feed) {
+            const events = [
+              { type: 'order.created', resource_id: order!.id, api_key_id: options.apiKeyId, data: JSON.stringify({ orderNumber: order!.order_number, status: 'pending' }) },
+              ...restocked.map((id) => ({ type: 'product.updated', resource_id: id, api_key_id: null, data: '{}' }))
+            ]
+            // One multi-row INSERT, as recordEvents writes it.
+            await tx`insert into change_events ${tx(events)}`
+          }
         })
         latencies.push(performance.now() - started)
       } catch (err) {
