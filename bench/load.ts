@@ -33,6 +33,8 @@ export interface LoadResult {
   errors: number
   /** A scenario's own figures (a crawl's seconds and pages, a feed reader's events a second…). */
   extra?: Record<string, number>
+  /** Every latency, sorted (raw SQL drivers): slices of a run are pooled from them. */
+  latencies?: number[]
 }
 
 export async function runLoad (options: LoadOptions): Promise<LoadResult> {

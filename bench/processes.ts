@@ -176,3 +176,44 @@ export function backendCpu (sample: () => Promise<number[]>, everyMs = 200) {
     }
   }
 }
+
+/**
+ * backendCpu split by phase: each sample's CPU since the one before counts for the phase
+ * `phaseOf()` names when it is taken (so a phase's edges are off by up to `everyMs`).
+ */
+export function backendCpuByPhase (sample: () => Promise<number[]>, phaseOf: () => string, everyMs = 50) {
+  const last = new Map<number, number>()
+  const byPhase = new Map<string, number>()
+  let started = false
+  const read = async () => {
+    const phase = phaseOf()
+    for (const pid of await sample()) {
+      let cpu: number
+      try {
+        cpu = cpuTimeOf(pid)
+      } catch {
+        continue
+      }
+      // A backend first seen after the start counts from its own start.
+      const before = last.get(pid) ?? (started ? 0 : cpu)
+      last.set(pid, cpu)
+      if (cpu > before) byPhase.set(phase, (byPhase.get(phase) ?? 0) + cpu - before)
+    }
+  }
+  let timer: NodeJS.Timeout | undefined
+  let pending: Promise<void> = Promise.resolve()
+  return {
+    start: async () => {
+      await read()
+      started = true
+      timer = setInterval(() => { pending = pending.then(read).catch(() => {}) }, everyMs)
+    },
+    /** Milliseconds of CPU since start, by phase. */
+    stop: async (): Promise<Map<string, number>> => {
+      clearInterval(timer)
+      await pending
+      await read().catch(() => {})
+      return byPhase
+    }
+  }
+}

@@ -61,10 +61,10 @@ import { compileForBench } from './build.ts'
 import { countMatches, generateCatalog, namePieces, orderable, randomGenerator, type BenchCatalog } from './catalog.ts'
 import { runLoad, type LoadResult } from './load.ts'
 import {
-  OTHER_KEYS, bulkInsertOrders, chooseOrderLines, countOrderMatches, createLineTable, orderBodies, orderReadTerms, pgbenchScript, raiseStock, runPgbench, runRawNode,
+  OTHER_KEYS, bulkInsertOrders, chooseOrderLines, countOrderMatches, createLineTable, feedPhase, orderBodies, orderReadTerms, pgbenchScript, raiseStock, runPgbench, runPgbenchPair, runRawNode, runRawNodePair,
   type BulkOrders, type LineTable
 } from './orders.ts'
-import { backendCpu, cpuTimeOf, memoryOf, startAppServer, startBareServer, type Runtime, type Server } from './processes.ts'
+import { backendCpu, backendCpuByPhase, cpuTimeOf, memoryOf, startAppServer, startBareServer, type Runtime, type Server } from './processes.ts'
 import {
   SCENARIOS, catalogueScenarios, crawlScenario, feedScenarios, orderCreateScenarios, orderReadScenarios, selectScenarios, type ListFilter, type Scenario, type ScenarioGroup
 } from './scenarios.ts'
@@ -188,6 +188,8 @@ interface Figures {
   oneConnection?: { okPerSecond: number, p50: number, p99: number }
   /** A scenario's own figures (bench/sequential.ts): a crawl's seconds and end latencies, a reader's events a second. */
   extra?: Record<string, number>
+  /** The app's largest RSS (sampled every 100 ms) while the scenario ran, warm-up included. */
+  appRssMb?: number
 }
 interface RunFigures {
   run: number
@@ -273,12 +275,24 @@ async function settle (server: Server, appQueries?: () => Promise<string[]>): Pr
 /** Samples a process's RSS every 100 ms; VmHWM, read at the end, also catches what falls between samples. */
 function sampleMemory (pid: number) {
   let maxRss = 0
+  /** The largest RSS since the last `sinceMark` (which scenario made the peak). */
+  let markRss = 0
   const timer = setInterval(() => {
     try {
-      maxRss = Math.max(maxRss, memoryOf(pid).rss)
+      const { rss } = memoryOf(pid)
+      maxRss = Math.max(maxRss, rss)
+      markRss = Math.max(markRss, rss)
     } catch { /* the process is gone */ }
   }, 100)
   return {
+    sinceMark: () => {
+      let rss = markRss
+      try {
+        rss = Math.max(rss, memoryOf(pid).rss)
+      } catch { /* the process is gone */ }
+      markRss = 0
+      return rss
+    },
     stop: () => {
       clearInterval(timer)
       return Math.max(maxRss, memoryOf(pid).peak)
@@ -305,7 +319,9 @@ function medianFigures (runs: RunFigures[]): { results: Record<string, Figures>,
       return values.length ? median(values) : undefined
     }
     const figures: Figures = { okPerSecond: of((f) => f.okPerSecond)!, p50: of((f) => f.p50)!, p99: of((f) => f.p99)!, total: of((f) => f.total)!, non2xx: of((f) => f.non2xx)!, errors: of((f) => f.errors)! }
-    const optional = { appCpuMs: of((f) => f.appCpuMs), dbCpuMs: of((f) => f.dbCpuMs), ratio: of((f) => f.ratio), p99Ratio: of((f) => f.p99Ratio), cacheHitRatio: of((f) => f.cacheHitRatio) }
+    const optional = {
+      appCpuMs: of((f) => f.appCpuMs), dbCpuMs: of((f) => f.dbCpuMs), ratio: of((f) => f.ratio), p99Ratio: of((f) => f.p99Ratio), cacheHitRatio: of((f) => f.cacheHitRatio), appRssMb: of((f) => f.appRssMb)
+    }
     for (const [key, value] of Object.entries(optional)) if (value !== undefined) (figures as unknown as Record<string, number>)[key] = value
     const one = { okPerSecond: of((f) => f.oneConnection?.okPerSecond), p50: of((f) => f.oneConnection?.p50), p99: of((f) => f.oneConnection?.p99) }
     if (one.okPerSecond !== undefined) figures.oneConnection = { okPerSecond: one.okPerSecond, p50: one.p50!, p99: one.p99! }
@@ -424,6 +440,8 @@ function printTable (title: string, scenarios: Scenario[], results: Record<strin
   }
   const rss = aimOf('server')!
   log(`server peak RSS: ${num(peakRssMb, 1)} MB (${rss.aim}: ${rss.met ? 'met' : 'MISSED'})${barePeakRssMb === undefined ? '' : `; bare server ${num(barePeakRssMb, 1)} MB`}`)
+  const byScenario = scenarios.filter((s) => results[s.name]?.appRssMb !== undefined)
+  if (byScenario.length) log(`the app's largest RSS during each scenario (MB): ${byScenario.map((s) => `${s.name} ${num(results[s.name]!.appRssMb!)}`).join(', ')}`)
 }
 
 async function main () {
@@ -622,22 +640,30 @@ async function main () {
       const res = await fetch(`${app.server.baseUrl}/external/v1/orders`, { method: 'POST', headers: { 'x-api-key': app.key, 'content-type': 'application/json' }, body: orderBody() })
       if (res.status !== 201) throw new Error(`POST /external/v1/orders answered ${res.status}: ${await res.text()}`)
       await res.arrayBuffer()
-      let raw: { tool: string, run: (durationSeconds: number, feed: boolean) => Promise<LoadResult> } | undefined
+      let raw: { tool: string, run: (durationSeconds: number, feed: boolean) => Promise<LoadResult>, runPair: (durationSeconds: number) => Promise<[LoadResult, LoadResult]> } | undefined
       if (pg && lineTable && selected.has('order-create-raw')) {
         const table = lineTable
         const usePgbench = args.raw === 'pgbench' || (args.raw === 'auto' && await hasPgbench())
         if (args.raw === 'auto' && !usePgbench && run === 1) log('order creation: pgbench not found, the raw side runs with postgres.js')
         const connections = settings.connections
         raw = usePgbench
-          ? { tool: 'pgbench', run: (durationSeconds, feed) => runPgbench({ url: pg.url, script: pgbenchScript(table, benchKeyId, { feed }), connections, durationSeconds }) }
-          : { tool: 'postgres.js', run: (durationSeconds, feed) => runRawNode({ url: pg.url, lines: orderLines, apiKeyId: benchKeyId, connections, durationSeconds, seed: settings.seed + run, feed }) }
+          ? {
+              tool: 'pgbench',
+              run: (durationSeconds, feed) => runPgbench({ url: pg.url, script: pgbenchScript(table, benchKeyId, { feed }), connections, durationSeconds }),
+              runPair: (durationSeconds) => runPgbenchPair({ url: pg.url, script: pgbenchScript(table, benchKeyId, { feed: 'alternate' }), connections, durationSeconds })
+            }
+          : {
+              tool: 'postgres.js',
+              run: (durationSeconds, feed) => runRawNode({ url: pg.url, lines: orderLines, apiKeyId: benchKeyId, connections, durationSeconds, seed: settings.seed + run, feed }),
+              runPair: (durationSeconds) => runRawNodePair({ url: pg.url, lines: orderLines, apiKeyId: benchKeyId, connections, durationSeconds, seed: settings.seed + run })
+            }
       }
       orderCreate = orderCreateScenarios({ body: orderBody, lines: orderLines.length, trackedLines: orderLines.filter((l) => l.tracked).length, ...(raw ? { raw } : {}) })
     }
     scenarios = [...catalogue, ...orderReads, ...feedReads, ...orderCreate].filter((s) => selected.has(s.name))
     if (run === 1) for (const s of scenarios) log(`  ${s.name.padEnd(NAME_WIDTH)} ${s.description}`)
 
-    const results = await runScenarios({ scenarios, app: app.server, key: app.key, bare, monitor, localDatabase, run })
+    const results = await runScenarios({ scenarios, app: app.server, key: app.key, bare, monitor, localDatabase, run, appRss: memory.sinceMark })
     const peakRssMb = memory.stop() / MB
     const barePeakRssMb = bare ? memoryOf(bare.child.pid!).peak / MB : undefined
     await bare?.stop()
@@ -766,6 +792,8 @@ async function runScenarios (input: {
   monitor: postgres.Sql | undefined
   localDatabase: boolean
   run: number
+  /** The app's largest RSS in bytes since the last call. */
+  appRss: () => number
 }): Promise<Record<string, Figures>> {
   const { scenarios, app, key, bare, monitor } = input
   const results: Record<string, Figures> = {}
@@ -787,7 +815,62 @@ async function runScenarios (input: {
     pendingHits = undefined
   }
 
+  /** Ratios to the ceiling and the scenario's own derived figures, then its line of progress. */
+  const finish = (scenario: Scenario, figures: Figures, waited: number) => {
+    const ceiling = scenario.baseline === undefined ? undefined : results[scenario.baseline]
+    if (ceiling) {
+      figures.ratio = figures.okPerSecond / ceiling.okPerSecond
+      figures.p99Ratio = figures.p99 / ceiling.p99
+    }
+    // What the change-log write costs: the app's orders against the transaction without it,
+    // and the database CPU the INSERT (and its publication) adds per order.
+    const noFeed = results['order-create-raw-nofeed']
+    if (scenario.name === 'order-create' && noFeed) figures.extra = { ...figures.extra, ratioToNoFeed: figures.okPerSecond / noFeed.okPerSecond }
+    if (scenario.name === 'order-create-raw' && noFeed?.dbCpuMs !== undefined && figures.dbCpuMs !== undefined) figures.extra = { ...figures.extra, eventDbCpuMs: figures.dbCpuMs - noFeed.dbCpuMs }
+    const notes = extraNotes(scenario.name, figures)
+    log(`  ${scenario.name.padEnd(NAME_WIDTH)} ${num(figures.okPerSecond).padStart(7)} ok/s, p99 ${num(figures.p99)} ms${notes ? `; ${notes}` : ''}${waited > 1000 ? ` [${seconds(waited)} to work off its queue afterwards]` : ''}`)
+  }
+
+  /**
+   * Two raw scenarios measured together by the first one's `runPair`: the same clients
+   * alternate between them in slices of a second (A B B A …), so on a machine whose load
+   * moves from second to second both see the same conditions and their ratio holds where
+   * two runs one after the other would not. The database's CPU is split by the slice it was
+   * spent in.
+   */
+  const runAlternating = async (first: Scenario, second: Scenario): Promise<[Figures, Figures]> => {
+    if (settings.warmupSeconds > 0) await first.runPair!(settings.warmupSeconds)
+    // Which scenario a moment belongs to: the one whose slice it is (the pair's own rule, bench/orders.ts feedPhase).
+    const phaseOf = () => (feedPhase(Date.now()) ? second.name : first.name)
+    const dbCpu = monitor && input.localDatabase ? backendCpuByPhase(backends, phaseOf) : undefined
+    await dbCpu?.start()
+    const pair = await first.runPair!(settings.durationSeconds)
+    const cpu = await dbCpu?.stop()
+    lastDatabaseWork = performance.now()
+    const rss = input.appRss() / MB
+    const figures = pair.map((result, i): Figures => {
+      const f: Figures = { okPerSecond: result.okPerSecond, p50: result.p50, p99: result.p99, total: result.total, non2xx: result.non2xx, errors: result.errors, appRssMb: rss }
+      if (cpu) f.dbCpuMs = (cpu.get(i === 0 ? first.name : second.name) ?? 0) / Math.max(result.total, 1)
+      return f
+    })
+    return [figures[0]!, figures[1]!]
+  }
+
+  const done = new Set<string>()
   for (const scenario of scenarios) {
+    if (done.has(scenario.name)) continue
+    const partner = scenario.alternatesWith === undefined ? undefined : scenarios.find((s) => s.name === scenario.alternatesWith)
+    if (partner && scenario.runPair) {
+      await countHits()
+      input.appRss()
+      const [mine, theirs] = await runAlternating(scenario, partner)
+      results[scenario.name] = mine
+      finish(scenario, mine, 0)
+      results[partner.name] = theirs
+      finish(partner, theirs, 0)
+      done.add(partner.name)
+      continue
+    }
     const server = scenario.server === 'app' ? app : scenario.server === 'bare' ? bare : undefined
     const headers: Record<string, string> = scenario.server === 'app' ? { 'x-api-key': key } : {}
     const load = async (durationSeconds: number, connections = settings.connections): Promise<LoadResult> => {
@@ -798,6 +881,7 @@ async function runScenarios (input: {
     const touchesDatabase = scenario.server !== 'bare'
     // The counters of the scenario before must be read before this one adds to them.
     if (touchesDatabase) await countHits()
+    input.appRss()
     if (settings.warmupSeconds > 0 && !scenario.fixed) {
       await load(settings.warmupSeconds)
       if (scenario.server === 'app') await settle(app, appQueries)
@@ -819,6 +903,7 @@ async function runScenarios (input: {
     const ok = Math.max(scenario.fixed ? result.total - result.non2xx : result.okPerSecond * settings.durationSeconds, 1)
     const figures: Figures = { okPerSecond: result.okPerSecond, p50: result.p50, p99: result.p99, total: result.total, non2xx: result.non2xx, errors: result.errors }
     if (result.extra) figures.extra = { ...result.extra }
+    if (scenario.server !== 'bare') figures.appRssMb = input.appRss() / MB
     if (server) figures.appCpuMs = (cpuTimeOf(server.child.pid!) - cpuBefore) / ok
     if (dbCpu) figures.dbCpuMs = (await dbCpu.stop()) / ok
     results[scenario.name] = figures
@@ -831,18 +916,7 @@ async function runScenarios (input: {
     if (touchesDatabase) lastDatabaseWork = performance.now()
     // Requests sent: those still in flight when autocannon stops are read from the database too.
     if (hits) pendingHits = { name: scenario.name, before: readsBefore, requests: result.sent ?? result.total }
-    const ceiling = scenario.baseline === undefined ? undefined : results[scenario.baseline]
-    if (ceiling) {
-      figures.ratio = figures.okPerSecond / ceiling.okPerSecond
-      figures.p99Ratio = figures.p99 / ceiling.p99
-    }
-    // What the change-log write costs: the app's orders against the transaction without it,
-    // and the database CPU the INSERT adds per order.
-    const noFeed = results['order-create-raw-nofeed']
-    if (scenario.name === 'order-create' && noFeed) figures.extra = { ...figures.extra, ratioToNoFeed: figures.okPerSecond / noFeed.okPerSecond }
-    if (scenario.name === 'order-create-raw' && noFeed?.dbCpuMs !== undefined && figures.dbCpuMs !== undefined) figures.extra = { ...figures.extra, eventDbCpuMs: figures.dbCpuMs - noFeed.dbCpuMs }
-    const notes = extraNotes(scenario.name, figures)
-    log(`  ${scenario.name.padEnd(NAME_WIDTH)} ${num(figures.okPerSecond).padStart(7)} ok/s, p99 ${num(figures.p99)} ms${notes ? `; ${notes}` : ''}${waited > 1000 ? ` [${seconds(waited)} to work off its queue afterwards]` : ''}`)
+    finish(scenario, figures, waited)
   }
   await countHits()
   return results

@@ -17,6 +17,13 @@ export interface Scenario {
   server: 'app' | 'bare' | 'raw'
   /** A fixed piece of work done by `run` (whatever the duration), once, without warm-up. */
   fixed?: boolean
+  /**
+   * Raw scenarios measured together with another, by `runPair` (the same clients alternate
+   * between the two in slices of a second), so that both see the same machine.
+   */
+  alternatesWith?: string
+  /** Both scenarios' runs, this one's first, each of the given length (see alternatesWith). */
+  runPair?: (durationSeconds: number) => Promise<[LoadResult, LoadResult]>
   description: string
   /** The scenario whose rate this one's is divided by (run whenever this one is). */
   baseline?: string
@@ -180,8 +187,11 @@ export interface OrderCreateFixture {
   /** Lines in the pool, and how many take tracked stock. */
   lines: number
   trackedLines: number
-  /** The raw-SQL run of the same transaction, with the change-log write (`feed`) or without; absent without PostgreSQL. */
-  raw?: { tool: string, run: (durationSeconds: number, feed: boolean) => Promise<LoadResult> }
+  /**
+   * The raw-SQL run of the same transaction, with the change-log write (`feed`) or without,
+   * and both alternating (without first); absent without PostgreSQL.
+   */
+  raw?: { tool: string, run: (durationSeconds: number, feed: boolean) => Promise<LoadResult>, runPair: (durationSeconds: number) => Promise<[LoadResult, LoadResult]> }
 }
 
 export function orderCreateScenarios (fixture: OrderCreateFixture): Scenario[] {
@@ -192,8 +202,10 @@ export function orderCreateScenarios (fixture: OrderCreateFixture): Scenario[] {
       name: 'order-create-raw-nofeed',
       group: 'order-create',
       server: 'raw',
-      description: 'order-create-raw without its change_events INSERT: what orders would run at without the feed',
-      run: (seconds) => raw.run(seconds, false)
+      description: 'order-create-raw without its change_events INSERT: what orders would run at without the feed (the same clients alternate between the two in 1-second slices, A B B A …)',
+      alternatesWith: 'order-create-raw',
+      run: (seconds) => raw.run(seconds, false),
+      runPair: raw.runPair
     }, {
       name: 'order-create-raw',
       group: 'order-create',
