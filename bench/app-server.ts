@@ -1,10 +1,11 @@
 // Child process of bench/run.ts: the real app, alone in its process so that its memory
 // (VmHWM) is the server's and nothing else's. With an in-memory PGlite the database lives
-// here too, so this process fills it before serving.
+// here too, so this process fills it (catalogue, key, changes feed) before serving.
 import { buildApp } from '../app.ts'
 import { loadConfig } from '../config.ts'
 import { migrateDatabase, openDatabase } from '../db/client.ts'
 import { generateCatalog } from './catalog.ts'
+import { seedFeed } from './feed.ts'
 import { BENCH_RATE_LIMIT, seedStore } from './seed.ts'
 import { resetPeakMemory, type AppServerOptions, type FromAppServer } from './processes.ts'
 
@@ -17,7 +18,8 @@ if (options.seed) {
   await migrateDatabase(database)
   const seeded = await seedStore(database, generateCatalog(options.seed), { analyze: options.seed.analyze })
   key = seeded.key
-  send({ type: 'seeded', importMs: seeded.importMs })
+  const feed = options.seed.events > 0 ? await seedFeed(database, { count: options.seed.events, benchKeyId: seeded.keyId }) : undefined
+  send({ type: 'seeded', importMs: seeded.importMs, ...(feed ? { feed } : {}) })
 }
 // What the import left behind is not the server's: collect it and restart the peak.
 globalThis.gc?.()

@@ -31,6 +31,10 @@ export interface LoadResult {
   non2xx: number
   /** Connection errors and timeouts. */
   errors: number
+  /** A scenario's own figures (a crawl's seconds and pages, a feed reader's events a second…). */
+  extra?: Record<string, number>
+  /** Every latency, sorted (raw SQL drivers): slices of a run are pooled from them. */
+  latencies?: number[]
 }
 
 export async function runLoad (options: LoadOptions): Promise<LoadResult> {

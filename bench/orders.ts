@@ -110,12 +110,66 @@ export async function raiseStock (sql: postgres.Sql, lines: readonly OrderLineCh
 const ORDER_COLUMNS = 'id, order_number, api_key_id, status, total, delivery_fee, final_total, products_count, customer_name, customer_phone, note, address, created_at, updated_at'
 
 /**
+ * When order-create-raw and order-create-raw-nofeed are measured together (run.ts), the
+ * same clients alternate between them in slices of the wall clock: A B B A A B B A …, A
+ * without the change-log write, B with it, each slice ALTERNATE_SLICE_MS long. Both then
+ * see the same machine, whose load moves from second to second, and the same connections.
+ */
+export const ALTERNATE_SLICE_MS = 1000
+/** Whether an order placed at `epochMs` writes its change events when the two alternate. */
+export function feedPhase (epochMs: number): boolean {
+  const slot = Math.floor(epochMs / ALTERNATE_SLICE_MS) % 4
+  return slot === 1 || slot === 2
+}
+/** feedPhase in SQL, at the statement's own instant. */
+const FEED_PHASE_SQL = `floor(extract(epoch from clock_timestamp()) * 1000 / ${ALTERNATE_SLICE_MS})::bigint % 4 in (1, 2)`
+
+/** Milliseconds of [fromMs, toMs) (epoch) that fall in feed slices and in the others. */
+export function phaseExposure (fromMs: number, toMs: number): { feed: number, nofeed: number } {
+  const exposure = { feed: 0, nofeed: 0 }
+  for (let t = fromMs; t < toMs;) {
+    const end = Math.min(toMs, (Math.floor(t / ALTERNATE_SLICE_MS) + 1) * ALTERNATE_SLICE_MS)
+    exposure[feedPhase(t) ? 'feed' : 'nofeed'] += end - t
+    t = end
+  }
+  return exposure
+}
+
+/**
+ * The SQL of the app's change-log write (db/events.ts recordEvents, as services/place-order.ts
+ * calls it): one INSERT of the order's `order.created` and a `product.updated` for each
+ * product whose tracked stock the order took. `chosen` names the order's lines (with l.i,
+ * b.product_id), `tracked` the condition that a line's stock is tracked.
+ */
+const eventInsert = (orderId: string, orderNumber: string, apiKeyId: string, chosen: string, tracked: string) => [
+  'INSERT INTO change_events (type, resource_id, api_key_id, data)',
+  `  SELECT 'order.created', ${orderId}::uuid, '${apiKeyId}'::uuid, ('{"orderNumber":"' || ${orderNumber} || '","status":"pending"}')::jsonb`,
+  `  UNION ALL SELECT DISTINCT 'product.updated', b.product_id, NULL::uuid, '{}'::jsonb FROM ${chosen} AND ${tracked};`
+]
+
+/**
+ * db/products.ts refreshProductState: after stock was taken, each product's availability,
+ * updated_at and content hash (`ids` selects the products).
+ */
+const refreshProducts = (ids: string) => [
+  'UPDATE products p SET updated_at = now(), content_hash = NULL,',
+  '  available = p.is_available AND CASE',
+  '    WHEN EXISTS (SELECT 1 FROM combinations c WHERE c.product_id = p.id)',
+  '      THEN EXISTS (SELECT 1 FROM combinations c WHERE c.product_id = p.id AND c.is_available AND (c.quantity IS NULL OR c.quantity > 0))',
+  '    ELSE p.quantity IS NULL OR p.quantity > 0 END',
+  `  WHERE p.id IN (${ids});`
+]
+
+/**
  * The app's create-order transaction as a pgbench script: 1–3 lines taken in line-number
  * order (as the app takes them in id order, so that concurrent orders never deadlock),
- * each with the conditional decrement when its stock is tracked, the order row with
- * nextval('order_number_seq'), the item rows, the order_counts upsert.
+ * each with the conditional decrement when its stock is tracked, the products' state
+ * refreshed when stock was taken, the order row with nextval('order_number_seq'), the item
+ * rows, the order_counts upsert and, with `feed` (as the app does), the change-log INSERT.
+ * Without `feed` it measures what the events cost; `alternate`: with it in feed slices only
+ * (see feedPhase), decided at the order's INSERT.
  */
-export function pgbenchScript (table: LineTable, apiKeyId: string): string {
+export function pgbenchScript (table: LineTable, apiKeyId: string, options: { feed: boolean | 'alternate' } = { feed: true }): string {
   const { lines, trackedProducts, untrackedEnd } = table
   const stock = (v: string, q: string) => [
     `\\if :${v} <= ${trackedProducts}`,
@@ -125,6 +179,8 @@ export function pgbenchScript (table: LineTable, apiKeyId: string): string {
     '\\endif'
   ]
   const chosen = '(VALUES (0, :x::int, :qx::int), (1, :y::int, :qy::int), (2, :z::int, :qz::int)) AS l(line, i, q) JOIN bench_order_lines b ON b.i = l.i WHERE l.line < :n'
+  const trackedLine = (v: string) => `(:${v} <= ${trackedProducts} or :${v} > ${untrackedEnd})`
+  const tracked = `(l.i <= ${trackedProducts} OR l.i > ${untrackedEnd})`
   return [
     '\\set n random(1, 3)',
     `\\set a random(1, ${lines})`,
@@ -138,6 +194,7 @@ export function pgbenchScript (table: LineTable, apiKeyId: string): string {
     '\\set qz random(1, 2)',
     `\\set shard random(0, ${COUNT_SHARDS - 1})`,
     '\\set customer random(1, 1000000)',
+    `\\set tracked ${trackedLine('x')} or (:n >= 2 and ${trackedLine('y')}) or (:n >= 3 and ${trackedLine('z')})`,
     'BEGIN;',
     ...stock('x', 'qx'),
     '\\if :n >= 2',
@@ -146,14 +203,19 @@ export function pgbenchScript (table: LineTable, apiKeyId: string): string {
     '\\if :n >= 3',
     ...stock('z', 'qz'),
     '\\endif',
+    '\\if :tracked',
+    ...refreshProducts(`SELECT b.product_id FROM ${chosen} AND ${tracked}`),
+    '\\endif',
     `INSERT INTO orders (${ORDER_COLUMNS})`,
     `  SELECT gen_random_uuid(), nextval('order_number_seq'), '${apiKeyId}', 'pending', s.total, 0, s.total, s.count, 'Bench Customer ' || :customer, '${ORDER_PHONE}', NULL, NULL, now(), now()`,
     `  FROM (SELECT sum(b.price * l.q) AS total, sum(l.q)::int AS count FROM ${chosen}) s`,
-    '  RETURNING id AS order_id \\gset',
+    `  RETURNING id AS order_id, order_number${options.feed === 'alternate' ? `, CASE WHEN ${FEED_PHASE_SQL} THEN 1 ELSE 0 END AS feed` : ''} \\gset`,
     'INSERT INTO order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)',
     `  SELECT :order_id::uuid, l.line, b.product_id, b.combination_id, b.name, l.q, b.price, b.price * l.q FROM ${chosen};`,
     `INSERT INTO order_counts (api_key_id, shard, count) VALUES ('${apiKeyId}', :shard, 1)`,
     '  ON CONFLICT (api_key_id, shard) DO UPDATE SET count = order_counts.count + 1;',
+    ...(options.feed === true ? eventInsert(':order_id', ':order_number', apiKeyId, chosen, tracked) : []),
+    ...(options.feed === 'alternate' ? ['\\if :feed', ...eventInsert(':order_id', ':order_number', apiKeyId, chosen, tracked), '\\endif'] : []),
     'COMMIT;',
     ''
   ].join('\n')
@@ -168,9 +230,89 @@ const round2 = (n: number) => Math.round(n * 100) / 100
 
 /**
  * Runs the script with pgbench: `connections` clients on 2 threads for the duration,
- * prepared statements, each transaction's latency logged (-l) for the percentiles.
+ * prepared statements, each transaction's latency logged (-l) for the percentiles; the
+ * rate is over the transactions' own window (see transactionWindow).
  */
 export async function runPgbench (options: { url: string, script: string, connections: number, durationSeconds: number }): Promise<LoadResult & { tool: string }> {
+  const run = await pgbench(options)
+  const latencies = run.transactions.map((t) => t.latencyMs).sort((a, b) => a - b)
+  const seconds = transactionSpan(run.transactions) / 1000 || options.durationSeconds
+  return {
+    tool: run.tool,
+    requestsPerSecond: run.processed / seconds,
+    // pgbench counts failed transactions apart from the processed ones.
+    okPerSecond: run.processed / seconds,
+    p50: round2(percentile(latencies, 50)),
+    p99: round2(percentile(latencies, 99)),
+    total: run.processed,
+    non2xx: 0,
+    errors: run.errors,
+    latencies
+  }
+}
+
+/**
+ * The script in `alternate` mode (see feedPhase) for twice the duration: the figures of the
+ * orders without the change-log write and of those with it. Each one's rate is its orders
+ * (counted in the database: an order with its order.created event was a feed order) over
+ * the time its slices took; latencies are told apart by the slice a transaction began in
+ * (the script decides at the order's INSERT, so a few at the edges of slices count on the
+ * wrong side). Errors count on the feed side.
+ */
+export async function runPgbenchPair (options: { url: string, script: string, connections: number, durationSeconds: number }): Promise<[LoadResult, LoadResult]> {
+  const sql = postgres(options.url, { max: 1, onnotice: () => {} })
+  try {
+    const [before] = await sql<Array<{ n: string, seq: string }>>`
+      select coalesce((select max(order_number) from orders), 0)::text as n, coalesce((select max(seq) from change_events), 0)::text as seq`
+    const run = await pgbench({ ...options, durationSeconds: 2 * options.durationSeconds })
+    const [counts] = await sql<Array<{ orders: number, feed: number }>>`
+      select count(*)::int as orders, count(e.resource_id)::int as feed
+      from orders o left join (select resource_id from change_events where seq > ${before!.seq}::bigint and type = 'order.created') e on e.resource_id = o.id
+      where o.order_number > ${before!.n}::bigint`
+    const { startMs, endMs } = transactionWindow(run.transactions)
+    const exposure = phaseExposure(startMs, endMs)
+    const side = (feed: boolean, orders: number, errors: number): LoadResult => {
+      const latencies = run.transactions.filter((t) => feedPhase(t.endMs - t.latencyMs) === feed).map((t) => t.latencyMs).sort((a, b) => a - b)
+      const seconds = (feed ? exposure.feed : exposure.nofeed) / 1000
+      return {
+        requestsPerSecond: orders / seconds,
+        okPerSecond: orders / seconds,
+        p50: round2(percentile(latencies, 50)),
+        p99: round2(percentile(latencies, 99)),
+        total: orders,
+        non2xx: 0,
+        errors,
+        latencies
+      }
+    }
+    return [side(false, counts!.orders - counts!.feed, 0), side(true, counts!.feed, run.errors)]
+  } finally {
+    await sql.end({ timeout: 5 })
+  }
+}
+
+/**
+ * From the first transaction's start to the last one's end. pgbench's -T clock includes
+ * connecting its clients (1.5 s of a 5-s run on this machine at 32 clients), which is not
+ * the transaction's throughput: rates are taken over this window instead, as pgbench's own
+ * "tps (without initial connection time)" does.
+ */
+function transactionWindow (transactions: ReadonlyArray<{ endMs: number, latencyMs: number }>): { startMs: number, endMs: number } {
+  let startMs = Infinity
+  let endMs = -Infinity
+  for (const t of transactions) {
+    startMs = Math.min(startMs, t.endMs - t.latencyMs)
+    endMs = Math.max(endMs, t.endMs)
+  }
+  return transactions.length ? { startMs, endMs } : { startMs: 0, endMs: 0 }
+}
+const transactionSpan = (transactions: ReadonlyArray<{ endMs: number, latencyMs: number }>) => {
+  const { startMs, endMs } = transactionWindow(transactions)
+  return endMs - startMs
+}
+
+/** One pgbench run: every transaction's end (epoch ms) and latency from its log (-l). */
+async function pgbench (options: { url: string, script: string, connections: number, durationSeconds: number }) {
   const dir = mkdtempSync(join(tmpdir(), 'storefront-bench-pgbench-'))
   try {
     const file = join(dir, 'order.sql')
@@ -186,37 +328,73 @@ export async function runPgbench (options: { url: string, script: string, connec
     const processed = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1] ?? NaN)
     const failed = Number(/number of failed transactions: (\d+)/.exec(stdout)?.[1] ?? 0)
     const aborted = (stderr.match(/client \d+ (script \d+ )?aborted/g) ?? []).length
-    const latencies: number[] = []
+    // client_id transaction_no latency_us script_no epoch_s us_in_second: the transaction ended at epoch_s + us.
+    const transactions: Array<{ endMs: number, latencyMs: number }> = []
     for (const name of readdirSync(dir).filter((f) => f.startsWith('tx'))) {
       for (const line of readFileSync(join(dir, name), 'utf8').split('\n')) {
-        const micros = Number(line.split(' ')[2])
-        if (Number.isFinite(micros)) latencies.push(micros / 1000)
+        const fields = line.split(' ')
+        const [micros, epoch, us] = [Number(fields[2]), Number(fields[4]), Number(fields[5])]
+        if (Number.isFinite(micros) && Number.isFinite(epoch) && Number.isFinite(us)) transactions.push({ endMs: epoch * 1000 + us / 1000, latencyMs: micros / 1000 })
       }
     }
-    latencies.sort((a, b) => a - b)
     if (aborted > 0) process.stdout.write(`pgbench: ${aborted} clients aborted, first error: ${/ERROR:.*$/m.exec(stderr)?.[0] ?? stderr.split('\n')[0]}\n`)
     return {
       tool: `pgbench ${/\d+(\.\d+)?/.exec((await promisify(execFile)('pgbench', ['--version'])).stdout)?.[0] ?? ''}`.trim(),
-      requestsPerSecond: processed / options.durationSeconds,
-      // pgbench counts failed transactions apart from the processed ones.
-      okPerSecond: processed / options.durationSeconds,
-      p50: round2(percentile(latencies, 50)),
-      p99: round2(percentile(latencies, 99)),
-      total: processed,
-      non2xx: 0,
-      errors: failed + aborted
+      processed,
+      errors: failed + aborted,
+      transactions
     }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
 }
 
-/** The same transaction from Node with postgres.js: `connections` clients, each running orders back to back. */
-export async function runRawNode (options: { url: string, lines: readonly OrderLineChoice[], apiKeyId: string, connections: number, durationSeconds: number, seed: number }): Promise<LoadResult & { tool: string }> {
+interface RawNodeOptions { url: string, lines: readonly OrderLineChoice[], apiKeyId: string, connections: number, durationSeconds: number, seed: number }
+
+/** The same transaction from Node with postgres.js: `connections` clients, each running orders back to back (`feed`: with the change-log write). */
+export async function runRawNode (options: RawNodeOptions & { feed: boolean }): Promise<LoadResult & { tool: string }> {
+  const run = await rawNode(options)
+  const latencies = run.latencies[options.feed ? 'feed' : 'nofeed'].sort((a, b) => a - b)
+  return {
+    tool: 'postgres.js',
+    requestsPerSecond: latencies.length / options.durationSeconds,
+    okPerSecond: latencies.length / options.durationSeconds,
+    p50: round2(percentile(latencies, 50)),
+    p99: round2(percentile(latencies, 99)),
+    total: latencies.length,
+    non2xx: 0,
+    errors: run.errors,
+    latencies
+  }
+}
+
+/** runRawNode alternating (see feedPhase) for twice the duration: the figures without the change-log write and with it (errors on the feed side). */
+export async function runRawNodePair (options: RawNodeOptions): Promise<[LoadResult, LoadResult]> {
+  const run = await rawNode({ ...options, durationSeconds: 2 * options.durationSeconds, feed: 'alternate' })
+  const exposure = phaseExposure(run.startedMs, run.endedMs)
+  const side = (feed: boolean): LoadResult => {
+    const latencies = run.latencies[feed ? 'feed' : 'nofeed'].sort((a, b) => a - b)
+    const seconds = (feed ? exposure.feed : exposure.nofeed) / 1000
+    return {
+      requestsPerSecond: latencies.length / seconds,
+      okPerSecond: latencies.length / seconds,
+      p50: round2(percentile(latencies, 50)),
+      p99: round2(percentile(latencies, 99)),
+      total: latencies.length,
+      non2xx: 0,
+      errors: feed ? run.errors : 0,
+      latencies
+    }
+  }
+  return [side(false), side(true)]
+}
+
+async function rawNode (options: RawNodeOptions & { feed: boolean | 'alternate' }) {
   const sql = postgres(options.url, { max: options.connections, onnotice: () => {}, connection: { application_name: 'storefront-bench-raw' } })
   const random = randomGenerator(options.seed + 13)
   const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1))
-  const latencies: number[] = []
+  const latencies = { feed: [] as number[], nofeed: [] as number[] }
+  const startedMs = Date.now()
   let errors = 0
   let firstError: unknown
   let customer = 0
@@ -230,6 +408,7 @@ export async function runRawNode (options: { url: string, lines: readonly OrderL
       // Stock in id order, as the app takes it.
       const stocked = lines.filter((l) => l.tracked).sort((a, b) => ((a.combinationId ?? a.productId) < (b.combinationId ?? b.productId) ? -1 : 1))
       const started = performance.now()
+      const feed = options.feed === 'alternate' ? feedPhase(Date.now()) : options.feed
       try {
         await sql.begin(async (tx) => {
           for (const l of stocked) {
@@ -238,11 +417,20 @@ export async function runRawNode (options: { url: string, lines: readonly OrderL
               : await tx`update products set quantity = quantity - ${l.q} where id = ${l.productId} and quantity >= ${l.q} returning id`
             if (rows.length === 0) throw new Error('out of stock')
           }
+          const restocked = [...new Set(stocked.map((l) => l.productId))]
+          if (restocked.length > 0) {
+            await tx`update products p set updated_at = now(), content_hash = null,
+              available = p.is_available and case
+                when exists (select 1 from combinations c where c.product_id = p.id)
+                  then exists (select 1 from combinations c where c.product_id = p.id and c.is_available and (c.quantity is null or c.quantity > 0))
+                else p.quantity is null or p.quantity > 0 end
+              where p.id in ${tx(restocked)}`
+          }
           const cents = lines.reduce((sum, l) => sum + Math.round(l.price * 100) * l.q, 0)
           const total = (cents / 100).toFixed(2)
-          const [order] = await tx<Array<{ id: string }>>`insert into orders (id, order_number, api_key_id, status, total, delivery_fee, final_total, products_count, customer_name, customer_phone, created_at, updated_at)
+          const [order] = await tx<Array<{ id: string, order_number: string }>>`insert into orders (id, order_number, api_key_id, status, total, delivery_fee, final_total, products_count, customer_name, customer_phone, created_at, updated_at)
             values (gen_random_uuid(), nextval('order_number_seq'), ${options.apiKeyId}, 'pending', ${total}, 0, ${total}, ${lines.reduce((n, l) => n + l.q, 0)}, ${`Bench Customer ${++customer}`}, ${ORDER_PHONE}, now(), now())
-            returning id`
+            returning id, order_number::text`
           await tx`insert into order_items ${tx(lines.map((l, line) => ({
             order_id: order!.id,
 line,
@@ -255,8 +443,16 @@ total_price: (Math.round(l.price * 100) * l.q / 100).toFixed(2)
           })))}`
           await tx`insert into order_counts (api_key_id, shard, count) values (${options.apiKeyId}, ${int(0, COUNT_SHARDS - 1)}, 1)
             on conflict (api_key_id, shard) do update set count = order_counts.count + 1`
+          if (feed) {
+            const events = [
+              { type: 'order.created', resource_id: order!.id, api_key_id: options.apiKeyId, data: JSON.stringify({ orderNumber: order!.order_number, status: 'pending' }) },
+              ...restocked.map((id) => ({ type: 'product.updated', resource_id: id, api_key_id: null, data: '{}' }))
+            ]
+            // One multi-row INSERT, as recordEvents writes it.
+            await tx`insert into change_events ${tx(events)}`
+          }
         })
-        latencies.push(performance.now() - started)
+        latencies[feed ? 'feed' : 'nofeed'].push(performance.now() - started)
       } catch (err) {
         errors++
         firstError ??= err
@@ -269,17 +465,7 @@ total_price: (Math.round(l.price * 100) * l.q / 100).toFixed(2)
     await sql.end({ timeout: 5 })
   }
   if (firstError) process.stdout.write(`raw driver: ${errors} failed transactions, first: ${String(firstError)}\n`)
-  latencies.sort((a, b) => a - b)
-  return {
-    tool: 'postgres.js',
-    requestsPerSecond: latencies.length / options.durationSeconds,
-    okPerSecond: latencies.length / options.durationSeconds,
-    p50: round2(percentile(latencies, 50)),
-    p99: round2(percentile(latencies, 99)),
-    total: latencies.length,
-    non2xx: 0,
-    errors
-  }
+  return { latencies, errors, startedMs, endedMs: Date.now() }
 }
 
 // Names for the bulk orders: ~50 first names × 1,000 surnames (40 stems × 25 endings).

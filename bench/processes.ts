@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Product, ProductPage } from '../schemas/products.ts'
 import type { CatalogOptions } from './catalog.ts'
+import type { SeededFeed } from './feed.ts'
 
 export interface AppServerOptions {
   /** postgres:// URL of a database already migrated and filled; absent means an in-memory PGlite. */
@@ -13,10 +14,10 @@ export interface AppServerOptions {
   key?: string
   /** The app's PostgreSQL pool size; absent: the app's default, as `storefront serve` opens it. */
   poolSize?: number
-  /** With PGlite: the catalogue the server generates and imports before serving. */
-  seed?: CatalogOptions & { analyze: boolean }
+  /** With PGlite: the catalogue the server generates and imports before serving, and the changes feed's events (0: none). */
+  seed?: CatalogOptions & { analyze: boolean, events: number }
 }
-export type FromAppServer = { type: 'seeded', importMs: number } | { type: 'ready', port: number, key: string }
+export type FromAppServer = { type: 'seeded', importMs: number, feed?: SeededFeed } | { type: 'ready', port: number, key: string }
 
 /** What the bare server answers: product JSON by id, a product page, and (when orders are loaded) an orders page. */
 export interface BareServerData { products: Product[], page: ProductPage, ordersPage?: unknown }
@@ -83,9 +84,9 @@ function stopper (child: ChildProcess): () => Promise<void> {
   }
 }
 
-export async function startAppServer (runtime: Runtime, options: AppServerOptions, onSeeded?: (importMs: number) => void) {
+export async function startAppServer (runtime: Runtime, options: AppServerOptions, onSeeded?: (seeded: Extract<FromAppServer, { type: 'seeded' }>) => void) {
   const child = start(runtime, 'app-server', [JSON.stringify(options)])
-  child.on('message', (m: FromAppServer) => { if (m.type === 'seeded') onSeeded?.(m.importMs) })
+  child.on('message', (m: FromAppServer) => { if (m.type === 'seeded') onSeeded?.(m) })
   try {
     const ready = await nextMessage<FromAppServer>(child, (m) => m.type === 'ready') as Extract<FromAppServer, { type: 'ready' }>
     const server: Server = { name: 'app', child, baseUrl: `http://127.0.0.1:${ready.port}`, stop: stopper(child) }
@@ -172,6 +173,47 @@ export function backendCpu (sample: () => Promise<number[]>, everyMs = 200) {
       let ms = 0
       for (const [pid, cpu] of last) ms += cpu - (first.get(pid) ?? cpu)
       return ms
+    }
+  }
+}
+
+/**
+ * backendCpu split by phase: each sample's CPU since the one before counts for the phase
+ * `phaseOf()` names when it is taken (so a phase's edges are off by up to `everyMs`).
+ */
+export function backendCpuByPhase (sample: () => Promise<number[]>, phaseOf: () => string, everyMs = 50) {
+  const last = new Map<number, number>()
+  const byPhase = new Map<string, number>()
+  let started = false
+  const read = async () => {
+    const phase = phaseOf()
+    for (const pid of await sample()) {
+      let cpu: number
+      try {
+        cpu = cpuTimeOf(pid)
+      } catch {
+        continue
+      }
+      // A backend first seen after the start counts from its own start.
+      const before = last.get(pid) ?? (started ? 0 : cpu)
+      last.set(pid, cpu)
+      if (cpu > before) byPhase.set(phase, (byPhase.get(phase) ?? 0) + cpu - before)
+    }
+  }
+  let timer: NodeJS.Timeout | undefined
+  let pending: Promise<void> = Promise.resolve()
+  return {
+    start: async () => {
+      await read()
+      started = true
+      timer = setInterval(() => { pending = pending.then(read).catch(() => {}) }, everyMs)
+    },
+    /** Milliseconds of CPU since start, by phase. */
+    stop: async (): Promise<Map<string, number>> => {
+      clearInterval(timer)
+      await pending
+      await read().catch(() => {})
+      return byPhase
     }
   }
 }

@@ -24,14 +24,23 @@
 //
 // Scenarios, in the order they run (`--only` takes names and groups, comma-separated; a
 // scenario's ceiling runs with it):
-//   catalogue:    bare-product, product, bare-list, list, list-filtered, search
+//   catalogue:    bare-product, product, bare-list, list, list-filtered, search, crawl-cursor
 //   order-reads:  bare-orders, orders-page-1, orders-deep, orders-number, orders-name
-//   order-create: order-create-raw, order-create
+//   feed:         feed-read, feed-read-500, feed-sequential (`changes` names the group too)
+//   order-create: order-create-raw-nofeed, order-create-raw, order-create
 //   orders:       order-reads and order-create
+// crawl-cursor and feed-sequential are fixed pieces of work (the whole product list by
+// cursor, the whole feed from its start, one request at a time on one connection): they run
+// once a run, without warm-up, whatever --duration says. The feed scenarios read a feed of
+// --events N published events (200,000; --quick 20,000) written before the app starts
+// (bench/feed.ts). order-create-raw is the app's transaction with its change_events INSERT,
+// order-create-raw-nofeed the same without it: their ratio is what the events cost.
 //
 // Other options: --raw auto|pgbench|node (the raw-SQL driver), --pool N (the app's
 // PostgreSQL pool size instead of its default, to see what the pool bounds), --profile DIR
-// (a V8 CPU profile of the app's process, written when it stops), --tsx (run the servers
+// (a V8 CPU profile of the app's process, written when it stops, and scenario-windows.json:
+// when each scenario's measured load ran, on the profile's clock, for bench/profile-summary.ts),
+// --tsx (run the servers
 // through tsx, no compile step; their RSS then includes tsx), --keep-database (do not drop
 // the PostgreSQL database, to look into it afterwards; drop it yourself), --skip-analyze
 // (no VACUUM ANALYZE after the catalogue fill: no planner statistics nor visibility map
@@ -39,7 +48,7 @@
 // machine-readable).
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
@@ -52,20 +61,23 @@ import { compileForBench } from './build.ts'
 import { countMatches, generateCatalog, namePieces, orderable, randomGenerator, type BenchCatalog } from './catalog.ts'
 import { runLoad, type LoadResult } from './load.ts'
 import {
-  OTHER_KEYS, bulkInsertOrders, chooseOrderLines, countOrderMatches, createLineTable, orderBodies, orderReadTerms, pgbenchScript, raiseStock, runPgbench, runRawNode,
+  OTHER_KEYS, bulkInsertOrders, chooseOrderLines, countOrderMatches, createLineTable, feedPhase, orderBodies, orderReadTerms, pgbenchScript, raiseStock, runPgbench, runPgbenchPair, runRawNode, runRawNodePair,
   type BulkOrders, type LineTable
 } from './orders.ts'
-import { backendCpu, cpuTimeOf, memoryOf, startAppServer, startBareServer, type Runtime, type Server } from './processes.ts'
+import { backendCpu, backendCpuByPhase, cpuTimeOf, memoryOf, startAppServer, startBareServer, type Runtime, type Server } from './processes.ts'
 import {
-  SCENARIOS, catalogueScenarios, orderCreateScenarios, orderReadScenarios, selectScenarios, type ListFilter, type Scenario, type ScenarioGroup
+  SCENARIOS, catalogueScenarios, crawlScenario, feedScenarios, orderCreateScenarios, orderReadScenarios, selectScenarios, type ListFilter, type Scenario, type ScenarioGroup
 } from './scenarios.ts'
+import { seedFeed, type SeededFeed } from './feed.ts'
 import { seedStore } from './seed.ts'
+import { CRAWL_ENDS, crawlByCursor, readFeedFromStart } from './sequential.ts'
 
 const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     products: { type: 'string' },
     orders: { type: 'string' },
+    events: { type: 'string' },
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
     warmup: { type: 'string', default: '2' },
@@ -87,12 +99,14 @@ const integer = (name: string, value: string | undefined, min = 1) => {
   return n
 }
 /** The size the aims are stated for, and --quick's. */
-const FULL_SIZE = { products: 100_000, orders: 1_000_000 }
-const QUICK_SIZE = { products: 10_000, orders: 100_000 }
+const FULL_SIZE = { products: 100_000, orders: 1_000_000, events: 200_000 }
+const QUICK_SIZE = { products: 10_000, orders: 100_000, events: 20_000 }
 const size = args.quick ? QUICK_SIZE : FULL_SIZE
 const settings = {
   products: args.products === undefined ? size.products : integer('products', args.products),
   orders: args.orders === undefined ? size.orders : integer('orders', args.orders, 0),
+  /** Published events the changes feed holds before the first run (the feed scenarios read them). */
+  events: args.events === undefined ? size.events : integer('events', args.events, 0),
   durationSeconds: integer('duration', args.duration),
   connections: integer('connections', args.connections),
   warmupSeconds: integer('warmup', args.warmup, 0),
@@ -113,7 +127,13 @@ const AIMS = {
   /** p99 of filtered pages, searches and order reads, at AIMS.connections. */
   p99Ms: 50,
   connections: 32,
-  serverMb: 200
+  serverMb: 200,
+  /** crawl-cursor: the whole crawl within this many seconds (at 100,000 products)… */
+  crawlSeconds: 30,
+  /** …and its last pages no slower than this many times its first (medians of CRAWL_ENDS pages). */
+  crawlLastToFirst: 2,
+  /** order-create-raw ÷ order-create-raw-nofeed: the events cost at most 10% of order throughput. */
+  eventCostRatio: 0.9
 }
 const P99_AIMED = ['list-filtered', 'search', 'orders-page-1', 'orders-deep', 'orders-number', 'orders-name']
 
@@ -139,6 +159,13 @@ const CHECKED_TERMS = 5
  * the app's last request include everything it did.
  */
 const STATS_FLUSH_MS = 11_000
+/** Events a request of the sequential feed reader asks for: the most the feed gives, as a reader catching up asks. */
+const FEED_READER_LIMIT = 500
+
+/** When each scenario's measured load ran, in microseconds of the monotonic clock V8's CPU profiles use. */
+interface ProfileWindow { run: number, appPid: number, scenario: string, startUs: number, endUs: number }
+const profileWindows: ProfileWindow[] = []
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
 
 /** GET /external/v1/orders's answer (schemas/orders.ts OrderPage). */
 interface OrderPage { items: unknown[], page: number, pageSize: number, total: number }
@@ -159,6 +186,10 @@ interface Figures {
   /** Share of requests the app answered from its read cache. */
   cacheHitRatio?: number
   oneConnection?: { okPerSecond: number, p50: number, p99: number }
+  /** A scenario's own figures (bench/sequential.ts): a crawl's seconds and end latencies, a reader's events a second. */
+  extra?: Record<string, number>
+  /** The app's largest RSS (sampled every 100 ms) while the scenario ran, warm-up included. */
+  appRssMb?: number
 }
 interface RunFigures {
   run: number
@@ -244,12 +275,24 @@ async function settle (server: Server, appQueries?: () => Promise<string[]>): Pr
 /** Samples a process's RSS every 100 ms; VmHWM, read at the end, also catches what falls between samples. */
 function sampleMemory (pid: number) {
   let maxRss = 0
+  /** The largest RSS since the last `sinceMark` (which scenario made the peak). */
+  let markRss = 0
   const timer = setInterval(() => {
     try {
-      maxRss = Math.max(maxRss, memoryOf(pid).rss)
+      const { rss } = memoryOf(pid)
+      maxRss = Math.max(maxRss, rss)
+      markRss = Math.max(markRss, rss)
     } catch { /* the process is gone */ }
   }, 100)
   return {
+    sinceMark: () => {
+      let rss = markRss
+      try {
+        rss = Math.max(rss, memoryOf(pid).rss)
+      } catch { /* the process is gone */ }
+      markRss = 0
+      return rss
+    },
     stop: () => {
       clearInterval(timer)
       return Math.max(maxRss, memoryOf(pid).peak)
@@ -276,10 +319,14 @@ function medianFigures (runs: RunFigures[]): { results: Record<string, Figures>,
       return values.length ? median(values) : undefined
     }
     const figures: Figures = { okPerSecond: of((f) => f.okPerSecond)!, p50: of((f) => f.p50)!, p99: of((f) => f.p99)!, total: of((f) => f.total)!, non2xx: of((f) => f.non2xx)!, errors: of((f) => f.errors)! }
-    const optional = { appCpuMs: of((f) => f.appCpuMs), dbCpuMs: of((f) => f.dbCpuMs), ratio: of((f) => f.ratio), p99Ratio: of((f) => f.p99Ratio), cacheHitRatio: of((f) => f.cacheHitRatio) }
+    const optional = {
+      appCpuMs: of((f) => f.appCpuMs), dbCpuMs: of((f) => f.dbCpuMs), ratio: of((f) => f.ratio), p99Ratio: of((f) => f.p99Ratio), cacheHitRatio: of((f) => f.cacheHitRatio), appRssMb: of((f) => f.appRssMb)
+    }
     for (const [key, value] of Object.entries(optional)) if (value !== undefined) (figures as unknown as Record<string, number>)[key] = value
     const one = { okPerSecond: of((f) => f.oneConnection?.okPerSecond), p50: of((f) => f.oneConnection?.p50), p99: of((f) => f.oneConnection?.p99) }
     if (one.okPerSecond !== undefined) figures.oneConnection = { okPerSecond: one.okPerSecond, p50: one.p50!, p99: one.p99! }
+    const extraKeys = [...new Set(all.flatMap((f) => Object.keys(f.extra ?? {})))]
+    if (extraKeys.length) figures.extra = Object.fromEntries(extraKeys.map((k) => [k, of((f) => f.extra?.[k])!]))
     results[name] = figures
   }
   return { results, peakRssMb: median(runs.map((r) => r.peakRssMb)) }
@@ -310,8 +357,54 @@ function judgeAims (results: Record<string, Figures>, peakRssMb: number): AimRes
     if (f) aims.push({ scenario, aim: `p99 < ${AIMS.p99Ms} ms at ${AIMS.connections} connections`, value: `${num(f.p99)} ms`, met: f.p99 < AIMS.p99Ms })
   }
   ratioAim('order-create', 'order-create-raw (pgbench)')
+  const raw = results['order-create-raw']
+  if (raw?.ratio !== undefined) {
+    aims.push({
+      scenario: 'order-create-raw',
+      aim: `≥ ${AIMS.eventCostRatio} of order-create-raw-nofeed (the change-log write costs ≤ ${num((1 - AIMS.eventCostRatio) * 100)}% of order throughput)`,
+      value: raw.ratio.toFixed(2),
+      met: raw.ratio >= AIMS.eventCostRatio
+    })
+  }
+  const crawl = results['crawl-cursor']?.extra
+  if (crawl) {
+    const complete = crawl.missing === 0 && crawl.duplicates === 0
+    aims.push({
+      scenario: 'crawl-cursor',
+      aim: `every product once, the whole crawl < ${AIMS.crawlSeconds} s, the last ${CRAWL_ENDS} pages ≤ ${AIMS.crawlLastToFirst}× the first ${CRAWL_ENDS} (median latency)`,
+      value: `${complete ? 'complete' : `${num(crawl.missing!)} missing, ${num(crawl.duplicates!)} twice`}, ${num(crawl.seconds!, 1)} s, ${crawl.lastToFirst!.toFixed(2)}×`,
+      met: complete && crawl.seconds! < AIMS.crawlSeconds && crawl.lastToFirst! <= AIMS.crawlLastToFirst
+    })
+  }
+  const reader = results['feed-sequential']?.extra
+  if (reader) {
+    aims.push({
+      scenario: 'feed-sequential',
+      aim: 'every seeded event the key may see, once, in feed order',
+      value: reader.seededMissing === 0 && reader.outOfOrder === 0 ? 'yes' : `${num(reader.seededMissing!)} missing, ${num(reader.outOfOrder!)} out of order`,
+      met: reader.seededMissing === 0 && reader.outOfOrder === 0
+    })
+  }
   aims.push({ scenario: 'server', aim: `peak RSS < ${AIMS.serverMb} MB`, value: `${num(peakRssMb)} MB`, met: peakRssMb < AIMS.serverMb })
   return aims
+}
+
+/** A scenario's own figures in words. */
+function extraNotes (name: string, f: Figures): string {
+  const x = f.extra
+  if (!x) return ''
+  switch (name) {
+    case 'crawl-cursor':
+      return `${num(x.pages!)} pages, ${num(x.items!)} products in ${num(x.seconds!, 1)} s; page latency first ${CRAWL_ENDS} ${ms(x.firstMedianMs!)} ms, last ${CRAWL_ENDS} ${ms(x.lastMedianMs!)} ms (medians; means ${ms(x.firstMeanMs!)} / ${ms(x.lastMeanMs!)})`
+    case 'feed-sequential':
+      return `${num(x.events!)} events in ${num(x.pages!)} pages, ${num(x.seconds!, 1)} s: ${num(x.eventsPerSecond!)} events/s`
+    case 'order-create-raw':
+      return x.eventDbCpuMs === undefined ? '' : `the events: ${x.eventDbCpuMs >= 0 ? '+' : ''}${num(x.eventDbCpuMs, 2)} ms of db CPU per order`
+    case 'order-create':
+      return x.ratioToNoFeed === undefined ? '' : `${x.ratioToNoFeed.toFixed(2)} of order-create-raw-nofeed`
+    default:
+      return ''
+  }
 }
 
 function printTable (title: string, scenarios: Scenario[], results: Record<string, Figures>, peakRssMb: number, barePeakRssMb?: number) {
@@ -332,6 +425,7 @@ function printTable (title: string, scenarios: Scenario[], results: Record<strin
     const aim = aimOf(s.name)
     const notes = [
       aim ? `${aim.aim}: ${aim.met ? 'met' : 'MISSED'}` : '',
+      extraNotes(s.name, f),
       f.cacheHitRatio !== undefined ? `read-cache hits ${num(f.cacheHitRatio * 100, 1)}%` : s.cacheHits ? 'read-cache hits n/a' : '',
       f.non2xx + f.errors > 0 ? `${num(f.non2xx)} non-2xx, ${num(f.errors)} errors` : ''
     ].filter(Boolean).join('; ')
@@ -346,11 +440,13 @@ function printTable (title: string, scenarios: Scenario[], results: Record<strin
   }
   const rss = aimOf('server')!
   log(`server peak RSS: ${num(peakRssMb, 1)} MB (${rss.aim}: ${rss.met ? 'met' : 'MISSED'})${barePeakRssMb === undefined ? '' : `; bare server ${num(barePeakRssMb, 1)} MB`}`)
+  const byScenario = scenarios.filter((s) => results[s.name]?.appRssMb !== undefined)
+  if (byScenario.length) log(`the app's largest RSS during each scenario (MB): ${byScenario.map((s) => `${s.name} ${num(results[s.name]!.appRssMb!)}`).join(', ')}`)
 }
 
 async function main () {
   const below = settings.products < FULL_SIZE.products || settings.orders < FULL_SIZE.orders
-  log(`storefront-api benchmark: ${num(settings.products)} products, ${num(settings.orders)} orders${below ? ' (the aims are stated for 100,000 and 1,000,000)' : ''}; ` +
+  log(`storefront-api benchmark: ${num(settings.products)} products, ${num(settings.orders)} orders, ${num(settings.events)} feed events${below ? ' (the aims are stated for 100,000 and 1,000,000)' : ''}; ` +
     `${settings.runs} run${settings.runs > 1 ? 's' : ''}, each scenario ${settings.durationSeconds} s after ${settings.warmupSeconds} s of warm-up at ${settings.connections} connections`)
   log(`node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}) shared by autocannon, the servers and the database; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`)
 
@@ -376,6 +472,12 @@ async function main () {
     for (const s of SCENARIOS) if (s.group === 'order-reads') selected.delete(s.name)
     log('order reads: --orders 0, skipped')
   }
+  if (!pg) selected.delete('order-create-raw-nofeed')
+  if (wants('feed') && settings.events === 0) {
+    for (const s of SCENARIOS) if (s.group === 'feed') selected.delete(s.name)
+    log('feed: --events 0, skipped')
+  }
+  const feedWanted = wants('feed')
 
   let runtime: Runtime = {}
   if (!args.tsx) {
@@ -395,6 +497,7 @@ async function main () {
   let benchKeyId = ''
   let lineTable: LineTable | undefined
   let bulk: BulkOrders | undefined
+  let seededFeed: SeededFeed | undefined
   const seeding: Record<string, number> = {}
   if (pg) {
     log(`database: ${pg.label}`)
@@ -409,8 +512,12 @@ async function main () {
       key = seeded.key
       seeding.catalogueMs = performance.now() - started
       log(`seeding: catalogue in ${seconds(seeding.catalogueMs)} (bulk SQL, indexes built after${settings.analyze ? ', then VACUUM ANALYZE' : ''})`)
-      const [row] = await sql<Array<{ id: string }>>`select id from api_keys where name = 'bench'`
-      benchKeyId = row!.id
+      benchKeyId = seeded.keyId
+      if (feedWanted) {
+        seededFeed = await seedFeed(database, { count: settings.events, benchKeyId })
+        seeding.feedMs = seededFeed.ms
+        log(`seeding: the changes feed, ${num(seededFeed.count)} published events (positions 1…${num(seededFeed.count)}, ${num(seededFeed.visible)} visible to the bench key) in ${seconds(seededFeed.ms)}`)
+      }
       if (wants('order-create') || ordersWanted) {
         await raiseStock(sql, orderLines)
         lineTable = await createLineTable(sql, orderLines)
@@ -437,7 +544,7 @@ async function main () {
           `chunks of ${num(BULK_CHUNK)}, indexes built after, then VACUUM ANALYZE; orders ${sizes!.orders}, order_items ${sizes!.items} with their indexes`)
       }
       seeding.totalMs = performance.now() - seedingStarted
-      log(`seeding: ${seconds(seeding.totalMs)} in all (migrations, catalogue, key, order lines and their stock, orders)`)
+      log(`seeding: ${seconds(seeding.totalMs)} in all (migrations, catalogue, key, feed events, order lines and their stock, orders)`)
     } finally {
       await sql.end({ timeout: 5 })
       await database.close()
@@ -465,8 +572,11 @@ async function main () {
     started = performance.now()
     const app = await startAppServer({ ...runtime, profileDir: args.profile }, pg
       ? { databaseUrl: pg.url, key, ...(settings.pool ? { poolSize: settings.pool } : {}) }
-      : { seed: { products: settings.products, seed: settings.seed, analyze: settings.analyze } },
-    (ms) => log(`  PGlite filled in ${seconds(ms)} in the app's process`))
+      : { seed: { products: settings.products, seed: settings.seed, analyze: settings.analyze, events: feedWanted ? settings.events : 0 } },
+    (seeded) => {
+      log(`  PGlite filled in ${seconds(seeded.importMs)} in the app's process${seeded.feed ? `, then ${num(seeded.feed.count)} feed events in ${seconds(seeded.feed.ms)}` : ''}`)
+      if (seeded.feed) seededFeed = seeded.feed
+    })
     const stopApp = app.server.stop
     cleanups.push(stopApp)
     key = app.key
@@ -479,6 +589,8 @@ async function main () {
     const bareIds = Array.from({ length: Math.min(BARE_PRODUCTS, bench.productIds.length) }, () => bench.productIds[Math.floor(random() * bench.productIds.length)]!)
     const bareProducts: Product[] = []
     let bare: Server | undefined
+    const appHeaders = { 'x-api-key': app.key }
+    if (run === 1 && seededFeed) await checkFeed(app, seededFeed)
     if (wants('catalogue') || wants('order-reads')) {
       for (const id of new Set(bareIds)) bareProducts.push(await getJson<Product>(app.server, `/external/v1/products/${id}`, app.key))
       const firstPage = await getJson<ProductPage>(app.server, '/external/v1/products', app.key)
@@ -488,7 +600,7 @@ async function main () {
       cleanups.push(bare.stop)
     }
 
-    const catalogue = catalogueScenarios({
+    const catalogue: Scenario[] = catalogueScenarios({
       random,
       productIds: bench.productIds,
       bareIds: bareProducts.map((p) => p.id),
@@ -497,6 +609,18 @@ async function main () {
       searchTerm: namePieces(names, settings.seed + run),
       searchExamples: Array.from({ length: 4 }, namePieces(names, settings.seed))
     })
+    catalogue.push(crawlScenario(settings.products, () => crawlByCursor({ baseUrl: app.server.baseUrl, headers: appHeaders, expected: bench.productIds.length })))
+    const feedReads: Scenario[] = []
+    if (seededFeed && feedWanted) {
+      const { count, visible } = seededFeed
+      feedReads.push(...feedScenarios({
+        random,
+        events: count,
+        visible,
+        sequentialLimit: FEED_READER_LIMIT,
+        readFromStart: () => readFeedFromStart({ baseUrl: app.server.baseUrl, headers: appHeaders, limit: FEED_READER_LIMIT, seededCount: count, seededVisible: visible })
+      }))
+    }
     let orderReads: Scenario[] = []
     if (bulk && terms) {
       const ordersLastPage = Math.ceil(bulk.benchCount / PAGE_SIZE)
@@ -516,22 +640,30 @@ async function main () {
       const res = await fetch(`${app.server.baseUrl}/external/v1/orders`, { method: 'POST', headers: { 'x-api-key': app.key, 'content-type': 'application/json' }, body: orderBody() })
       if (res.status !== 201) throw new Error(`POST /external/v1/orders answered ${res.status}: ${await res.text()}`)
       await res.arrayBuffer()
-      let raw: { tool: string, run: (durationSeconds: number) => Promise<LoadResult> } | undefined
+      let raw: { tool: string, run: (durationSeconds: number, feed: boolean) => Promise<LoadResult>, runPair: (durationSeconds: number) => Promise<[LoadResult, LoadResult]> } | undefined
       if (pg && lineTable && selected.has('order-create-raw')) {
         const table = lineTable
         const usePgbench = args.raw === 'pgbench' || (args.raw === 'auto' && await hasPgbench())
         if (args.raw === 'auto' && !usePgbench && run === 1) log('order creation: pgbench not found, the raw side runs with postgres.js')
         const connections = settings.connections
         raw = usePgbench
-          ? { tool: 'pgbench', run: (durationSeconds) => runPgbench({ url: pg.url, script: pgbenchScript(table, benchKeyId), connections, durationSeconds }) }
-          : { tool: 'postgres.js', run: (durationSeconds) => runRawNode({ url: pg.url, lines: orderLines, apiKeyId: benchKeyId, connections, durationSeconds, seed: settings.seed + run }) }
+          ? {
+              tool: 'pgbench',
+              run: (durationSeconds, feed) => runPgbench({ url: pg.url, script: pgbenchScript(table, benchKeyId, { feed }), connections, durationSeconds }),
+              runPair: (durationSeconds) => runPgbenchPair({ url: pg.url, script: pgbenchScript(table, benchKeyId, { feed: 'alternate' }), connections, durationSeconds })
+            }
+          : {
+              tool: 'postgres.js',
+              run: (durationSeconds, feed) => runRawNode({ url: pg.url, lines: orderLines, apiKeyId: benchKeyId, connections, durationSeconds, seed: settings.seed + run, feed }),
+              runPair: (durationSeconds) => runRawNodePair({ url: pg.url, lines: orderLines, apiKeyId: benchKeyId, connections, durationSeconds, seed: settings.seed + run })
+            }
       }
       orderCreate = orderCreateScenarios({ body: orderBody, lines: orderLines.length, trackedLines: orderLines.filter((l) => l.tracked).length, ...(raw ? { raw } : {}) })
     }
-    scenarios = [...catalogue, ...orderReads, ...orderCreate].filter((s) => selected.has(s.name))
+    scenarios = [...catalogue, ...orderReads, ...feedReads, ...orderCreate].filter((s) => selected.has(s.name))
     if (run === 1) for (const s of scenarios) log(`  ${s.name.padEnd(NAME_WIDTH)} ${s.description}`)
 
-    const results = await runScenarios({ scenarios, app: app.server, key: app.key, bare, monitor, localDatabase })
+    const results = await runScenarios({ scenarios, app: app.server, key: app.key, bare, monitor, localDatabase, run, appRss: memory.sinceMark })
     const peakRssMb = memory.stop() / MB
     const barePeakRssMb = bare ? memoryOf(bare.child.pid!).peak / MB : undefined
     await bare?.stop()
@@ -565,11 +697,17 @@ async function main () {
       seeding,
       orders: bulk,
       scenarios: scenarios.map((s) => ({ name: s.name, description: s.description, ceiling: s.baseline })),
+      feed: seededFeed,
       runs,
       medians,
       aims
     }, null, 2)}\n`)
     log(`figures written to ${args.json}`)
+  }
+  if (args.profile) {
+    mkdirSync(args.profile, { recursive: true })
+    writeFileSync(`${args.profile}/scenario-windows.json`, `${JSON.stringify(profileWindows, null, 2)}\n`)
+    log(`CPU profiles of the app in ${args.profile}, with scenario-windows.json: \`npx tsx bench/profile-summary.ts ${args.profile}\` sums their self time by scenario`)
   }
 }
 
@@ -599,6 +737,18 @@ async function checkAgainstApp (input: {
   const { app, bench, filters, firstPage } = input
   const total = async (path: string) => (await getJson<{ total: number }>(app.server, path, app.key)).total
   if (firstPage.total !== bench.productIds.length) throw new Error(`the app lists ${firstPage.total} products, expected ${bench.productIds.length}`)
+  // Unfiltered pages by number are ranges of the list positions the fill numbered: the last
+  // page holds what is left, and page 2 by number is page 2 by cursor (the keyset order).
+  const lastPage = Math.max(1, Math.ceil(firstPage.total / PAGE_SIZE))
+  const last = await getJson<ProductPage>(app.server, `/external/v1/products?page=${lastPage}`, app.key)
+  const leftOver = firstPage.total - (lastPage - 1) * PAGE_SIZE
+  if (last.items.length !== leftOver) throw new Error(`products?page=${lastPage} lists ${last.items.length} products, expected ${leftOver} (are the list positions filled?)`)
+  if (firstPage.nextCursor) {
+    const byNumber = await getJson<ProductPage>(app.server, '/external/v1/products?page=2', app.key)
+    const byCursor = await getJson<ProductPage>(app.server, `/external/v1/products?cursor=${encodeURIComponent(firstPage.nextCursor)}`, app.key)
+    const ids = (page: ProductPage) => page.items.map((p) => p.id).join()
+    if (ids(byNumber) !== ids(byCursor)) throw new Error('products?page=2 and page 1\'s nextCursor list different products: the list positions do not follow the list order')
+  }
   for (const filter of [...filters.category, ...filters.brand, ...filters.available]) {
     const found = await total(`/external/v1/products?${filter.query}`)
     if (found !== filter.total) throw new Error(`products?${filter.query} (${filter.label}) lists ${found} products, expected ${filter.total}`)
@@ -609,7 +759,7 @@ async function checkAgainstApp (input: {
     const found = await total(`/external/v1/products?query=${encodeURIComponent(term)}`)
     if (found !== expected[i]) throw new Error(`products?query=${term} finds ${found} products, expected ${expected[i]}`)
   }
-  let checked = `${filters.category.length + filters.brand.length + filters.available.length} filters' and ${CHECKED_TERMS} searches' totals`
+  let checked = `the list positions (the last page, page 2 by number and by cursor), ${filters.category.length + filters.brand.length + filters.available.length} filters' and ${CHECKED_TERMS} searches' totals`
   if (input.bulk && input.terms && input.ordersPage && input.monitor) {
     // One order was created already when order creation runs: at least the bulk orders.
     if (input.ordersPage.total < input.bulk.benchCount) throw new Error(`the app lists ${input.ordersPage.total} orders for the key, expected ${input.bulk.benchCount}`)
@@ -624,6 +774,15 @@ async function checkAgainstApp (input: {
   log(`  checked against the app: ${checked}`)
 }
 
+/** Before the first run: the feed's head is the last seeded event (nothing else has happened yet). */
+async function checkFeed (app: { server: Server, key: string }, feed: SeededFeed) {
+  const head = await getJson<{ nextCursor: string, items: unknown[] }>(app.server, '/external/v1/changes?limit=0', app.key)
+  if (head.nextCursor !== `evt_${feed.count}`) throw new Error(`changes?limit=0 answers the head ${head.nextCursor}, expected evt_${feed.count}`)
+  const first = await getJson<{ items: Array<{ id: string }> }>(app.server, '/external/v1/changes?limit=5', app.key)
+  if (first.items[0]?.id !== 'evt_1') throw new Error(`changes from the start begins at ${first.items[0]?.id ?? 'nothing'}, expected evt_1`)
+  log(`  checked against the app: the feed's head (evt_${num(feed.count)}) and its start`)
+}
+
 /** Runs each scenario (warm-up, load, settle) and returns its figures. */
 async function runScenarios (input: {
   scenarios: Scenario[]
@@ -632,6 +791,9 @@ async function runScenarios (input: {
   bare: Server | undefined
   monitor: postgres.Sql | undefined
   localDatabase: boolean
+  run: number
+  /** The app's largest RSS in bytes since the last call. */
+  appRss: () => number
 }): Promise<Record<string, Figures>> {
   const { scenarios, app, key, bare, monitor } = input
   const results: Record<string, Figures> = {}
@@ -653,7 +815,62 @@ async function runScenarios (input: {
     pendingHits = undefined
   }
 
+  /** Ratios to the ceiling and the scenario's own derived figures, then its line of progress. */
+  const finish = (scenario: Scenario, figures: Figures, waited: number) => {
+    const ceiling = scenario.baseline === undefined ? undefined : results[scenario.baseline]
+    if (ceiling) {
+      figures.ratio = figures.okPerSecond / ceiling.okPerSecond
+      figures.p99Ratio = figures.p99 / ceiling.p99
+    }
+    // What the change-log write costs: the app's orders against the transaction without it,
+    // and the database CPU the INSERT (and its publication) adds per order.
+    const noFeed = results['order-create-raw-nofeed']
+    if (scenario.name === 'order-create' && noFeed) figures.extra = { ...figures.extra, ratioToNoFeed: figures.okPerSecond / noFeed.okPerSecond }
+    if (scenario.name === 'order-create-raw' && noFeed?.dbCpuMs !== undefined && figures.dbCpuMs !== undefined) figures.extra = { ...figures.extra, eventDbCpuMs: figures.dbCpuMs - noFeed.dbCpuMs }
+    const notes = extraNotes(scenario.name, figures)
+    log(`  ${scenario.name.padEnd(NAME_WIDTH)} ${num(figures.okPerSecond).padStart(7)} ok/s, p99 ${num(figures.p99)} ms${notes ? `; ${notes}` : ''}${waited > 1000 ? ` [${seconds(waited)} to work off its queue afterwards]` : ''}`)
+  }
+
+  /**
+   * Two raw scenarios measured together by the first one's `runPair`: the same clients
+   * alternate between them in slices of a second (A B B A …), so on a machine whose load
+   * moves from second to second both see the same conditions and their ratio holds where
+   * two runs one after the other would not. The database's CPU is split by the slice it was
+   * spent in.
+   */
+  const runAlternating = async (first: Scenario, second: Scenario): Promise<[Figures, Figures]> => {
+    if (settings.warmupSeconds > 0) await first.runPair!(settings.warmupSeconds)
+    // Which scenario a moment belongs to: the one whose slice it is (the pair's own rule, bench/orders.ts feedPhase).
+    const phaseOf = () => (feedPhase(Date.now()) ? second.name : first.name)
+    const dbCpu = monitor && input.localDatabase ? backendCpuByPhase(backends, phaseOf) : undefined
+    await dbCpu?.start()
+    const pair = await first.runPair!(settings.durationSeconds)
+    const cpu = await dbCpu?.stop()
+    lastDatabaseWork = performance.now()
+    const rss = input.appRss() / MB
+    const figures = pair.map((result, i): Figures => {
+      const f: Figures = { okPerSecond: result.okPerSecond, p50: result.p50, p99: result.p99, total: result.total, non2xx: result.non2xx, errors: result.errors, appRssMb: rss }
+      if (cpu) f.dbCpuMs = (cpu.get(i === 0 ? first.name : second.name) ?? 0) / Math.max(result.total, 1)
+      return f
+    })
+    return [figures[0]!, figures[1]!]
+  }
+
+  const done = new Set<string>()
   for (const scenario of scenarios) {
+    if (done.has(scenario.name)) continue
+    const partner = scenario.alternatesWith === undefined ? undefined : scenarios.find((s) => s.name === scenario.alternatesWith)
+    if (partner && scenario.runPair) {
+      await countHits()
+      input.appRss()
+      const [mine, theirs] = await runAlternating(scenario, partner)
+      results[scenario.name] = mine
+      finish(scenario, mine, 0)
+      results[partner.name] = theirs
+      finish(partner, theirs, 0)
+      done.add(partner.name)
+      continue
+    }
     const server = scenario.server === 'app' ? app : scenario.server === 'bare' ? bare : undefined
     const headers: Record<string, string> = scenario.server === 'app' ? { 'x-api-key': key } : {}
     const load = async (durationSeconds: number, connections = settings.connections): Promise<LoadResult> => {
@@ -664,7 +881,8 @@ async function runScenarios (input: {
     const touchesDatabase = scenario.server !== 'bare'
     // The counters of the scenario before must be read before this one adds to them.
     if (touchesDatabase) await countHits()
-    if (settings.warmupSeconds > 0) {
+    input.appRss()
+    if (settings.warmupSeconds > 0 && !scenario.fixed) {
       await load(settings.warmupSeconds)
       if (scenario.server === 'app') await settle(app, appQueries)
       if (touchesDatabase) lastDatabaseWork = performance.now()
@@ -678,9 +896,14 @@ async function runScenarios (input: {
     const cpuBefore = server ? cpuTimeOf(server.child.pid!) : 0
     const dbCpu = monitor && input.localDatabase && touchesDatabase ? backendCpu(backends) : undefined
     await dbCpu?.start()
+    const startUs = monotonicUs()
     const result = await load(settings.durationSeconds)
-    const ok = Math.max(result.okPerSecond * settings.durationSeconds, 1)
+    if (args.profile && scenario.server === 'app') profileWindows.push({ run: input.run, appPid: app.child.pid!, scenario: scenario.name, startUs, endUs: monotonicUs() })
+    // Answers that were 2xx (a fixed scenario's are counted, a timed one's are its rate × its duration).
+    const ok = Math.max(scenario.fixed ? result.total - result.non2xx : result.okPerSecond * settings.durationSeconds, 1)
     const figures: Figures = { okPerSecond: result.okPerSecond, p50: result.p50, p99: result.p99, total: result.total, non2xx: result.non2xx, errors: result.errors }
+    if (result.extra) figures.extra = { ...result.extra }
+    if (scenario.server !== 'bare') figures.appRssMb = input.appRss() / MB
     if (server) figures.appCpuMs = (cpuTimeOf(server.child.pid!) - cpuBefore) / ok
     if (dbCpu) figures.dbCpuMs = (await dbCpu.stop()) / ok
     results[scenario.name] = figures
@@ -693,12 +916,7 @@ async function runScenarios (input: {
     if (touchesDatabase) lastDatabaseWork = performance.now()
     // Requests sent: those still in flight when autocannon stops are read from the database too.
     if (hits) pendingHits = { name: scenario.name, before: readsBefore, requests: result.sent ?? result.total }
-    const ceiling = scenario.baseline === undefined ? undefined : results[scenario.baseline]
-    if (ceiling) {
-      figures.ratio = figures.okPerSecond / ceiling.okPerSecond
-      figures.p99Ratio = figures.p99 / ceiling.p99
-    }
-    log(`  ${scenario.name.padEnd(NAME_WIDTH)} ${num(figures.okPerSecond).padStart(7)} ok/s, p99 ${num(figures.p99)} ms${waited > 1000 ? ` [${seconds(waited)} to work off its queue afterwards]` : ''}`)
+    finish(scenario, figures, waited)
   }
   await countHits()
   return results

@@ -1,18 +1,29 @@
 // What the benchmark loads. Each scenario names the server it targets and builds its next
 // request (autocannon sends it), or runs its own driver (the raw-SQL order transaction);
 // an app scenario names its ceiling: the bare server's scenario answering the same JSON from
-// memory, or the raw SQL for order creation, measured in the same run. Names are lower-case
+// memory, or the raw SQL for order creation, measured in the same run. A fixed scenario is a
+// piece of work rather than a timed load (a crawl of the whole list, a read of the whole
+// feed): it runs once, without warm-up, and reports its own figures. Names are lower-case
 // words joined by hyphens, so `--only` takes them as typed (see selectScenarios).
 import { PAGE_SIZE } from '../schemas/common.ts'
 import type { LoadResult, RequestSpec } from './load.ts'
 
-export type ScenarioGroup = 'catalogue' | 'order-reads' | 'order-create'
+export type ScenarioGroup = 'catalogue' | 'order-reads' | 'feed' | 'order-create'
 
 export interface Scenario {
   name: string
   group: ScenarioGroup
   /** raw: no HTTP server, the scenario's own `run` drives the database. */
   server: 'app' | 'bare' | 'raw'
+  /** A fixed piece of work done by `run` (whatever the duration), once, without warm-up. */
+  fixed?: boolean
+  /**
+   * Raw scenarios measured together with another, by `runPair` (the same clients alternate
+   * between the two in slices of a second), so that both see the same machine.
+   */
+  alternatesWith?: string
+  /** Both scenarios' runs, this one's first, each of the given length (see alternatesWith). */
+  runPair?: (durationSeconds: number) => Promise<[LoadResult, LoadResult]>
   description: string
   /** The scenario whose rate this one's is divided by (run whenever this one is). */
   baseline?: string
@@ -22,7 +33,7 @@ export interface Scenario {
   cacheHits?: boolean
   /** The next request (app and bare scenarios). */
   next?: () => RequestSpec
-  /** A run of the given length (raw scenarios). */
+  /** A run of the given length (raw scenarios), or the fixed work (fixed scenarios). */
   run?: (durationSeconds: number) => Promise<LoadResult>
 }
 
@@ -125,25 +136,84 @@ export function catalogueScenarios (fixture: CatalogueFixture): Scenario[] {
   ]
 }
 
+/** The sequential crawl of the whole product list by cursor (bench/sequential.ts crawlByCursor). */
+export function crawlScenario (products: number, crawl: () => Promise<LoadResult>): Scenario {
+  return {
+    name: 'crawl-cursor',
+    group: 'catalogue',
+    server: 'app',
+    fixed: true,
+    description: `one connection crawls all ${thousands(products)} products by cursor: GET /external/v1/products, then each nextCursor until null (${thousands(pagesOf(products))} pages)`,
+    run: crawl
+  }
+}
+
+export interface FeedFixture {
+  random: () => number
+  /** Seeded events: positions 1…events; the bench key sees `visible` of them. */
+  events: number
+  visible: number
+  /** Reads the whole feed from its start, one request at a time (bench/sequential.ts readFeedFromStart). */
+  readFromStart: () => Promise<LoadResult>
+  sequentialLimit: number
+}
+
+export function feedScenarios (fixture: FeedFixture): Scenario[] {
+  const read = (limit: number): Scenario => ({
+    name: limit === 100 ? 'feed-read' : `feed-read-${limit}`,
+    group: 'feed',
+    server: 'app',
+    description: `GET /external/v1/changes?after=evt_<uniform in 0…${thousands(fixture.events - limit)}>&limit=${limit}, a feed of ${thousands(fixture.events)} events (${thousands(fixture.visible)} visible to the key)`,
+    oneConnection: true,
+    next: () => ({ path: `/external/v1/changes?after=evt_${Math.floor(fixture.random() * Math.max(1, fixture.events - limit + 1))}&limit=${limit}` })
+  })
+  return [
+    read(100),
+    read(500),
+    {
+      name: 'feed-sequential',
+      group: 'feed',
+      server: 'app',
+      fixed: true,
+      description: `one connection reads the whole feed from its start, limit=${fixture.sequentialLimit}, following nextCursor while hasMore`,
+      run: fixture.readFromStart
+    }
+  ]
+}
+
 export interface OrderCreateFixture {
   /** The next create-order body (JSON). */
   body: () => string
   /** Lines in the pool, and how many take tracked stock. */
   lines: number
   trackedLines: number
-  /** The raw-SQL run of the same transaction; absent without PostgreSQL. */
-  raw?: { tool: string, run: (durationSeconds: number) => Promise<LoadResult> }
+  /**
+   * The raw-SQL run of the same transaction, with the change-log write (`feed`) or without,
+   * and both alternating (without first); absent without PostgreSQL.
+   */
+  raw?: { tool: string, run: (durationSeconds: number, feed: boolean) => Promise<LoadResult>, runPair: (durationSeconds: number) => Promise<[LoadResult, LoadResult]> }
 }
 
 export function orderCreateScenarios (fixture: OrderCreateFixture): Scenario[] {
   const scenarios: Scenario[] = []
   if (fixture.raw) {
+    const raw = fixture.raw
     scenarios.push({
+      name: 'order-create-raw-nofeed',
+      group: 'order-create',
+      server: 'raw',
+      description: 'order-create-raw without its change_events INSERT: what orders would run at without the feed (the same clients alternate between the two in 1-second slices, A B B A …)',
+      alternatesWith: 'order-create-raw',
+      run: (seconds) => raw.run(seconds, false),
+      runPair: raw.runPair
+    }, {
       name: 'order-create-raw',
       group: 'order-create',
       server: 'raw',
-      description: `ceiling: the same transaction in raw SQL (${fixture.raw.tool}, one connection a client): conditional stock decrements, order row with nextval, item rows, order_counts upsert`,
-      run: fixture.raw.run
+      description: `ceiling: the same transaction in raw SQL (${raw.tool}, one connection a client): conditional stock decrements, the products' state refreshed, order row with nextval, ` +
+        'item rows, order_counts upsert, the INSERT of its change events (order.created, product.updated); its ratio is to order-create-raw-nofeed: what the events cost',
+      baseline: 'order-create-raw-nofeed',
+      run: (seconds) => raw.run(seconds, true)
     })
   }
   scenarios.push({
@@ -191,7 +261,9 @@ export const SCENARIO_GROUPS: Record<string, ScenarioGroup[]> = {
   catalog: ['catalogue'],
   orders: ['order-reads', 'order-create'],
   'order-reads': ['order-reads'],
-  'order-create': ['order-create']
+  'order-create': ['order-create'],
+  feed: ['feed'],
+  changes: ['feed']
 }
 
 /** "List Filtered", "list filtered" and "list_filtered" all name list-filtered. */
@@ -207,12 +279,17 @@ export const SCENARIOS: ScenarioInfo[] = [
   { name: 'list', group: 'catalogue', baseline: 'bare-list' },
   { name: 'list-filtered', group: 'catalogue', baseline: 'bare-list' },
   { name: 'search', group: 'catalogue', baseline: 'bare-list' },
+  { name: 'crawl-cursor', group: 'catalogue' },
   { name: 'bare-orders', group: 'order-reads' },
   { name: 'orders-page-1', group: 'order-reads', baseline: 'bare-orders' },
   { name: 'orders-deep', group: 'order-reads', baseline: 'bare-orders' },
   { name: 'orders-number', group: 'order-reads', baseline: 'bare-orders' },
   { name: 'orders-name', group: 'order-reads', baseline: 'bare-orders' },
-  { name: 'order-create-raw', group: 'order-create' },
+  { name: 'feed-read', group: 'feed' },
+  { name: 'feed-read-500', group: 'feed' },
+  { name: 'feed-sequential', group: 'feed' },
+  { name: 'order-create-raw-nofeed', group: 'order-create' },
+  { name: 'order-create-raw', group: 'order-create', baseline: 'order-create-raw-nofeed' },
   { name: 'order-create', group: 'order-create', baseline: 'order-create-raw' }
 ]
 
@@ -236,6 +313,10 @@ export function selectScenarios (all: readonly ScenarioInfo[], only: string | un
   if (unknown.length > 0) {
     throw new Error(`--only: unknown ${unknown.map((u) => `"${u}"`).join(', ')}; scenarios: ${all.map((s) => s.name).join(', ')}; groups: ${Object.keys(SCENARIO_GROUPS).join(', ')}`)
   }
-  for (const s of all) if (wanted.has(s.name) && s.baseline) wanted.add(s.baseline)
+  // Ceilings of ceilings too (order-create → order-create-raw → order-create-raw-nofeed).
+  for (let size = -1; size !== wanted.size;) {
+    size = wanted.size
+    for (const s of all) if (wanted.has(s.name) && s.baseline) wanted.add(s.baseline)
+  }
   return wanted
 }

@@ -3,10 +3,12 @@
 // once at the end), and an API key with every scope. `storefront catalog import` takes about
 // a minute for 100,000 products (it upserts, checks references and hashes each product);
 // this takes seconds. It derives what the import derives (search text, availability, stock
-// on combinations) with the same rules; run.ts checks the result against the app's answers.
+// on combinations, the list positions: db/products.ts renumberProducts itself) with the same
+// rules; run.ts checks the result against the app's answers.
 import { sql } from 'drizzle-orm'
 import { createApiKey } from '../db/api-keys.ts'
 import { execute, type Database, type Tx } from '../db/client.ts'
+import { renumberProducts } from '../db/products.ts'
 import { bumpCatalogVersion } from '../db/settings.ts'
 import { SCOPES } from '../lib/api-key-secret.ts'
 import { toCents, toDecimalText } from '../lib/money.ts'
@@ -135,6 +137,9 @@ export async function bulkLoadCatalog (database: Database, bench: BenchCatalog):
     await withBulkLoad((text) => execute(tx, sql.raw(text)), CATALOGUE_TABLES, async () => {
       for (const s of statements) await insertRows(tx, s.table, s.columns, s.rows)
     })
+    // Unfiltered page-number lists are ranges of the maintained list positions: number the
+    // products as an import does.
+    await renumberProducts(tx)
   })
   // Instances drop cached reads when the version moves, as after an import.
   await bumpCatalogVersion(database.db)
@@ -146,11 +151,11 @@ export async function bulkLoadCatalog (database: Database, bench: BenchCatalog):
  * index-only scan (list pages, their counts) also reads the table. That is the state
  * autovacuum reaches a minute or so after an import on PostgreSQL; PGlite runs no autovacuum.
  */
-export async function seedStore (database: Database, bench: BenchCatalog, options: { analyze: boolean }): Promise<{ key: string, importMs: number }> {
+export async function seedStore (database: Database, bench: BenchCatalog, options: { analyze: boolean }): Promise<{ key: string, keyId: string, importMs: number }> {
   const started = performance.now()
   await bulkLoadCatalog(database, bench)
-  if (options.analyze) await database.db.execute(sql.raw(`vacuum analyze ${CATALOGUE_TABLES.join(', ')}`))
+  if (options.analyze) await database.db.execute(sql.raw(`vacuum analyze ${[...CATALOGUE_TABLES, 'product_list_positions'].join(', ')}`))
   const importMs = performance.now() - started
-  const { key } = await createApiKey(database.db, { name: 'bench', scopes: [...SCOPES], rateLimit: BENCH_RATE_LIMIT })
-  return { key, importMs }
+  const { key, id: keyId } = await createApiKey(database.db, { name: 'bench', scopes: [...SCOPES], rateLimit: BENCH_RATE_LIMIT })
+  return { key, keyId, importMs }
 }
