@@ -9,7 +9,8 @@ import { CatalogError, readCatalog } from '../../lib/catalog-file.ts'
 import type { CatalogFile, CatalogProduct } from '../../schemas/catalog-file.ts'
 import { authHeaders, buildTestApp, makeKey, makeProduct } from '../helper.ts'
 
-const app = await buildTestApp(t)
+// Events stay unpublished here (no publisher run), so the test sees them as the import wrote them.
+const app = await buildTestApp(t, { env: { EVENT_PUBLISH_MS: '3600000' } })
 const { key } = await makeKey(app)
 
 /** The text in chunks of `size` bytes, so items, strings and multi-byte characters are cut anywhere. */
