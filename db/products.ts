@@ -165,10 +165,11 @@ export async function listProducts (db: Tx, filters: ProductFilters, window: Lis
   const where = whereClause(filters)
   if (filters.query) return searchProducts(db, where, window, now)
   // The page's ids are chosen first and only those rows get their JSON columns. Unfiltered,
-  // a page by number is a range of list positions; otherwise OFFSET walks the index.
+  // a page by number is a range of list positions (the offset of a page past the last one
+  // exceeds the integer column: compared as bigint); otherwise OFFSET walks the index.
   const byPosition = window.after === null && Object.values(filters).every((v) => v === undefined)
   const pageIds = byPosition
-    ? sql`select product_id as id from product_list_positions where position > ${window.offset} order by position limit ${window.limit + 1}`
+    ? sql`select product_id as id from product_list_positions where position > ${window.offset}::bigint order by position limit ${window.limit + 1}`
     : sql`select p.id from products p where ${where} and ${afterKey(window.after)}
           order by lower(p.name), p.id limit ${window.limit + 1} offset ${window.offset}`
   const rows = await execute<ProductRow & { sort_name: string }>(db, sql`select lower(p.name) as sort_name, ${PRODUCT_COLUMNS}

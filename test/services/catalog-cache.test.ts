@@ -16,6 +16,9 @@ const LEAD_MS = 2500
 const { database } = await createTestDatabase(t)
 const writer = await buildTestApp(t, { database, env: { STATE_POLL_MS: String(POLL_MS) } })
 const reader = await buildTestApp(t, { database, env: { STATE_POLL_MS: String(POLL_MS) } })
+// Ready, as a serving instance is: their background jobs publish the imports' events (which
+// moves the catalogue version) from the start, not at their first request.
+await Promise.all([writer.ready(), reader.ready()])
 const { key } = await makeKey(writer, ['products:list', 'products:find'])
 t.comment(`two instances on ${usingPostgres ? 'PostgreSQL' : 'one PGlite'}`)
 
@@ -124,6 +127,9 @@ t.test('the first import into an empty store is seen by every instance', async (
   const { database } = await createTestDatabase(t)
   const writer = await buildTestApp(t, { database, env: { STATE_POLL_MS: String(POLL_MS) } })
   const reader = await buildTestApp(t, { database, env: { STATE_POLL_MS: String(POLL_MS) } })
+// Ready, as a serving instance is: their background jobs publish the imports' events (which
+// moves the catalogue version) from the start, not at their first request.
+await Promise.all([writer.ready(), reader.ready()])
   const { key } = await makeKey(writer, ['products:list'])
   const list = async (app: App) => (await app.inject({ url: '/external/v1/products', headers: authHeaders(key) })).json<{ total: number }>()
   t.equal((await list(reader)).total, 0)
