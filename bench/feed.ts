@@ -29,7 +29,7 @@ export async function seedFeed (database: Database, options: { count: number, be
   const { count, benchKeyId } = options
   const [existing] = await execute<{ n: string }>(database.db, sql`select count(*)::text as n from change_events`)
   if (Number(existing!.n) !== 0) throw new Error('seedFeed: change_events is not empty')
-  const [products] = await execute<{ n: number }>(database.db, sql`select count(*)::int as n from product_list_positions`)
+  const [products] = await execute<{ n: number }>(database.db, sql`select count(*)::int as n from product_list_positions where list = ''`)
   if (products!.n === 0) throw new Error('seedFeed: the list positions are empty (fill the catalogue first)')
   await database.db.transaction(async (tx) => {
     for (let from = 1; from <= count; from += CHUNK) {
@@ -44,7 +44,7 @@ export async function seedFeed (database: Database, options: { count: number, be
           t.at, t.at + interval '50 milliseconds'
         from generate_series(${from}::bigint, ${to}::bigint) g
         cross join lateral (select now() - interval '1 minute' - (${count}::bigint - g) * interval '100 milliseconds' as at) t
-        left join product_list_positions pl on pl.position = 1 + (g * 7919) % ${products!.n}`)
+        left join product_list_positions pl on pl.list = '' and pl.position = 1 + (g * 7919) % ${products!.n}`)
     }
   })
   await database.db.execute(sql`vacuum analyze change_events`)

@@ -47,6 +47,7 @@ function start (runtime: Runtime, name: string, args: string[]): ChildProcess {
     execArgv: [
       ...(runtime.compiledDir ? [] : process.execArgv),
       '--expose-gc',
+      ...(process.env.BENCH_APP_NODE_ARGS ? process.env.BENCH_APP_NODE_ARGS.split(' ') : []),
       ...(runtime.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${runtime.profileDir}`] : [])
     ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc']

@@ -164,12 +164,14 @@ function pageOf (rows: Array<ProductRow & { sort_name: string }>, limit: number,
 export async function listProducts (db: Tx, filters: ProductFilters, window: ListWindow, now = new Date()): Promise<ProductListPage & { total?: number }> {
   const where = whereClause(filters)
   if (filters.query) return searchProducts(db, where, window, now)
-  // The page's ids are chosen first and only those rows get their JSON columns. Unfiltered,
-  // a page by number is a range of list positions (the offset of a page past the last one
-  // exceeds the integer column: compared as bigint); otherwise OFFSET walks the index.
-  const byPosition = window.after === null && Object.values(filters).every((v) => v === undefined)
-  const pageIds = byPosition
-    ? sql`select product_id as id from product_list_positions where position > ${window.offset}::bigint order by position limit ${window.limit + 1}`
+  // The page's ids are chosen first and only those rows get their JSON columns. A page by
+  // number of a numbered list (see renumberProducts) is a range of its positions (the offset
+  // of a page past the last one exceeds the integer column: compared as bigint); otherwise
+  // OFFSET walks the index.
+  const numbered = window.after === null ? numberedList(filters) : null
+  const pageIds = numbered !== null
+    ? sql`select product_id as id from product_list_positions
+          where list = ${numbered} and position > ${window.offset}::bigint order by position limit ${window.limit + 1}`
     : sql`select p.id from products p where ${where} and ${afterKey(window.after)}
           order by lower(p.name), p.id limit ${window.limit + 1} offset ${window.offset}`
   const rows = await execute<ProductRow & { sort_name: string }>(db, sql`select lower(p.name) as sort_name, ${PRODUCT_COLUMNS}
@@ -178,11 +180,34 @@ export async function listProducts (db: Tx, filters: ProductFilters, window: Lis
   return pageOf(rows, window.limit, now)
 }
 
-/** Numbers every product by the list's order, 1…n; call after products were added, renamed or removed. */
+/**
+ * The numbered list that holds exactly the products `filters` select (the whole catalogue,
+ * one brand or one category), as an SQL value; null when no numbered list does.
+ */
+function numberedList (filters: ProductFilters): SQL | null {
+  const { categoryIds, brandIds, ...others } = filters
+  if (Object.values(others).some((v) => v !== undefined)) return null
+  if (categoryIds === undefined && brandIds === undefined) return sql`''`
+  if (categoryIds?.length === 1 && brandIds === undefined) return sql`'category:' || ${categoryIds[0]}::uuid::text`
+  if (brandIds?.length === 1 && categoryIds === undefined) return sql`'brand:' || ${brandIds[0]}::uuid::text`
+  return null
+}
+
+/**
+ * Numbers every product by the list's order, 1…n, in the whole catalogue and within each
+ * brand and each category; call after products were added, renamed, removed or moved
+ * between brands or categories.
+ */
 export async function renumberProducts (tx: Tx): Promise<void> {
   await tx.execute(sql`delete from product_list_positions`)
-  await tx.execute(sql`insert into product_list_positions (position, product_id)
-    select row_number() over (order by lower(name), id), id from products`)
+  await tx.execute(sql`insert into product_list_positions (list, position, product_id)
+    select '', row_number() over (order by lower(name), id), id from products
+    union all
+    select 'brand:' || brand_id::text, row_number() over (partition by brand_id order by lower(name), id), id
+    from products where brand_id is not null
+    union all
+    select 'category:' || pc.category_id::text, row_number() over (partition by pc.category_id order by lower(p.name), p.id), p.id
+    from product_categories pc join products p on p.id = pc.product_id`)
 }
 
 export async function countMatchingProducts (db: Tx, filters: ProductFilters): Promise<number> {

@@ -56,14 +56,17 @@ export const products = pgTable('products', {
   check('products_price_not_negative', sql`${t.price} >= 0`)
 ])
 
-// Each product's place in the list's order (by lower(name), then id), 1…n without gaps,
-// renumbered by every import: page n of the unfiltered list is a range of positions, as cheap
-// at page 4,000 as at page 1. A table of its own, so renumbering never locks the product rows
-// that orders update.
+// Each product's place in the list's order (by lower(name), then id), 1…n without gaps, in
+// the whole catalogue (`list` '') and within each brand (`brand:<id>`) and each category
+// (`category:<id>`), renumbered by every import: page n of the unfiltered list, or of a list
+// filtered by one brand or one category, is a range of positions, as cheap at page 4,000 as
+// at page 1. A table of its own, so renumbering never locks the product rows that orders
+// update.
 export const productListPositions = pgTable('product_list_positions', {
-  position: integer('position').primaryKey(),
+  list: text('list').notNull(),
+  position: integer('position').notNull(),
   productId: uuid('product_id').notNull()
-})
+}, (t) => [primaryKey({ columns: [t.list, t.position] })])
 
 export const productCategories = pgTable('product_categories', {
   productId: uuid('product_id').notNull().references(() => products.id, { onDelete: 'cascade' }),

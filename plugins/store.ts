@@ -18,7 +18,7 @@ export default fp<{ database: Database }>(async function storePlugin (app, { dat
   const onError = (err: unknown) => app.log.warn({ err }, 'background store refresh failed')
   const storeState = new StoreState(database, {
     pollIntervalMs: config.STATE_POLL_MS,
-    cacheEntries: config.CATALOG_CACHE_ENTRIES,
+    cacheBytes: config.CATALOG_CACHE_MB * 1024 * 1024,
     cacheMaxMs: config.CATALOG_CACHE_MAX_MS,
     settleMs: config.READ_SETTLE_MS,
     onError

@@ -8,7 +8,8 @@ import { ReadCache } from '../lib/read-cache.ts'
 
 export interface StoreStateOptions {
   pollIntervalMs: number
-  cacheEntries: number
+  /** The read cache's bound, in bytes of JSON. */
+  cacheBytes: number
   /** Longest a cached read lives when no change is signalled. */
   cacheMaxMs: number
   /**
@@ -34,7 +35,7 @@ export class StoreState {
   constructor (database: Database, options: StoreStateOptions) {
     this.#database = database
     this.#options = options
-    this.catalogCache = new ReadCache(options.cacheEntries)
+    this.catalogCache = new ReadCache(options.cacheBytes)
   }
 
   async refresh (): Promise<void> {

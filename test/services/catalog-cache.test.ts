@@ -127,9 +127,6 @@ t.test('the first import into an empty store is seen by every instance', async (
   const { database } = await createTestDatabase(t)
   const writer = await buildTestApp(t, { database, env: { STATE_POLL_MS: String(POLL_MS) } })
   const reader = await buildTestApp(t, { database, env: { STATE_POLL_MS: String(POLL_MS) } })
-// Ready, as a serving instance is: their background jobs publish the imports' events (which
-// moves the catalogue version) from the start, not at their first request.
-await Promise.all([writer.ready(), reader.ready()])
   const { key } = await makeKey(writer, ['products:list'])
   const list = async (app: App) => (await app.inject({ url: '/external/v1/products', headers: authHeaders(key) })).json<{ total: number }>()
   t.equal((await list(reader)).total, 0)
@@ -140,7 +137,7 @@ await Promise.all([writer.ready(), reader.ready()])
 })
 
 t.test('concurrent misses of one key share one load', async (t) => {
-  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheEntries: 100, cacheMaxMs: 60_000, settleMs: 60_000, onError: (err) => { throw err } })
+  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheBytes: 100_000, cacheMaxMs: 60_000, settleMs: 60_000, onError: (err) => { throw err } })
   await state.refresh()
   let loads = 0
   const load = async () => {
@@ -157,7 +154,7 @@ t.test('concurrent misses of one key share one load', async (t) => {
 })
 
 t.test('a read that raced a catalogue change is not kept', async (t) => {
-  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheEntries: 100, cacheMaxMs: 60_000, settleMs: 60_000, onError: (err) => { throw err } })
+  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheBytes: 100_000, cacheMaxMs: 60_000, settleMs: 60_000, onError: (err) => { throw err } })
   await state.refresh()
   let loads = 0
   const load = async () => {
@@ -172,7 +169,7 @@ t.test('a read that raced a catalogue change is not kept', async (t) => {
 })
 
 t.test('an instance that has not polled lately reads through its cache', async (t) => {
-  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheEntries: 100, cacheMaxMs: 60_000, settleMs: 200, onError: (err) => { throw err } })
+  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheBytes: 100_000, cacheMaxMs: 60_000, settleMs: 200, onError: (err) => { throw err } })
   let loads = 0
   const load = async () => ({ value: ++loads, changesAt: [] })
   t.equal(await state.cachedRead('k', load), 1, 'never polled: read through')
@@ -184,21 +181,38 @@ t.test('an instance that has not polled lately reads through its cache', async (
   t.equal(await state.cachedRead('k', load), 4, 'the last poll is older than the settle time: read through')
 })
 
-t.test('the read cache expires entries and stays bounded', async (t) => {
-  const cache = new ReadCache<number>(3)
+t.test('the read cache expires entries and stays within its bytes', async (t) => {
+  const cache = new ReadCache<number>(30)
   const now = 1_000_000
-  cache.set('a', 1, now + 10)
+  cache.set('a', 1, now + 10, 10)
   t.equal(cache.get('a', now + 9), 1)
   t.equal(cache.get('a', now + 10), undefined, 'gone at its expiry')
-  cache.set('a', 1, now + 100)
-  cache.set('b', 2, now + 100)
-  cache.set('c', 3, now + 100)
-  cache.set('b', 22, now + 100)
+  t.equal(cache.bytes, 0, 'an expired entry no longer counts')
+  cache.set('a', 1, now + 100, 10)
+  cache.set('b', 2, now + 100, 10)
+  cache.set('c', 3, now + 100, 10)
+  cache.set('b', 22, now + 100, 10)
   t.equal(cache.size, 3)
   t.equal(cache.get('a', now), 1, 'setting a key again evicts nothing')
   t.equal(cache.get('b', now), 22)
-  cache.set('d', 4, now + 100)
-  t.equal(cache.size, 3)
-  t.equal(cache.get('a', now), undefined, 'the oldest insertion went first')
-  t.same(['b', 'c', 'd'].map((k) => cache.get(k, now)), [22, 3, 4])
+  cache.set('d', 4, now + 100, 20)
+  t.equal(cache.bytes, 30)
+  t.same(['a', 'c'].map((k) => cache.get(k, now)), [undefined, undefined], 'the oldest insertions went until it fit')
+  t.same(['b', 'd'].map((k) => cache.get(k, now)), [22, 4])
+  cache.set('e', 5, now + 100, 31)
+  t.equal(cache.get('e', now), undefined, 'an entry larger than the whole cache is not kept')
+  t.equal(cache.size, 2, 'and evicts nothing')
+  cache.clear()
+  t.equal(cache.bytes, 0)
+})
+
+t.test('an entry weighs its JSON: one page of products counts as much as its products', async (t) => {
+  const product = { id: crypto.randomUUID(), name: 'A product with a name', price: 10 }
+  const page = Array.from({ length: 25 }, () => product)
+  const cache = new ReadCache<unknown>(JSON.stringify(product).length * 30)
+  cache.set('page', page, Date.now() + 60_000)
+  t.equal(cache.bytes, JSON.stringify(page).length)
+  for (let i = 0; i < 5; i++) cache.set(`product ${i}`, product, Date.now() + 60_000)
+  t.equal(cache.get('page'), undefined, 'five products more than the room the page left pushed it out')
+  t.equal(cache.size, 5)
 })
