@@ -37,7 +37,19 @@ export interface Runtime {
   profileDir?: string | undefined
 }
 
-function start (runtime: Runtime, name: string, args: string[]): ChildProcess {
+/**
+ * The V8 flags `npm start` serves with (the image's command has the same), for an app server
+ * on PostgreSQL; with PGlite the database and its fill live in the process, so none.
+ * BENCH_APP_NODE_ARGS (space-separated) replaces them, to try others.
+ */
+export function serveNodeFlags (onPostgres: boolean): string[] {
+  if (process.env.BENCH_APP_NODE_ARGS !== undefined) return process.env.BENCH_APP_NODE_ARGS.split(' ').filter(Boolean)
+  if (!onPostgres) return []
+  const start = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start
+  return start.split(' ').filter((word) => word.startsWith('--'))
+}
+
+function start (runtime: Runtime, name: string, args: string[], nodeFlags: string[] = []): ChildProcess {
   const file = runtime.compiledDir
     ? join(runtime.compiledDir, 'bench', `${name}.js`)
     : fileURLToPath(new URL(`./${name}.ts`, import.meta.url))
@@ -47,7 +59,7 @@ function start (runtime: Runtime, name: string, args: string[]): ChildProcess {
     execArgv: [
       ...(runtime.compiledDir ? [] : process.execArgv),
       '--expose-gc',
-      ...(process.env.BENCH_APP_NODE_ARGS ? process.env.BENCH_APP_NODE_ARGS.split(' ') : []),
+      ...nodeFlags,
       ...(runtime.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${runtime.profileDir}`] : [])
     ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc']
@@ -86,7 +98,7 @@ function stopper (child: ChildProcess): () => Promise<void> {
 }
 
 export async function startAppServer (runtime: Runtime, options: AppServerOptions, onSeeded?: (seeded: Extract<FromAppServer, { type: 'seeded' }>) => void) {
-  const child = start(runtime, 'app-server', [JSON.stringify(options)])
+  const child = start(runtime, 'app-server', [JSON.stringify(options)], serveNodeFlags(options.databaseUrl !== undefined))
   child.on('message', (m: FromAppServer) => { if (m.type === 'seeded') onSeeded?.(m) })
   try {
     const ready = await nextMessage<FromAppServer>(child, (m) => m.type === 'ready') as Extract<FromAppServer, { type: 'ready' }>
