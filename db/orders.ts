@@ -1,7 +1,7 @@
 // Orders in SQL: the rows an order is priced from, stock decrements, the order and its
 // items, Idempotency-Key records, the calling key's list and lookups, status updates.
 // Rules (what may be ordered, which transitions exist) live in services/.
-import { and, desc, eq, sql, type SQL } from 'drizzle-orm'
+import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import { toAmount, toCents, type Discount } from '../lib/money.ts'
 import { isUuid, type ListWindow, type SortKey } from '../schemas/common.ts'
 import { ORDER_NUMBER_PATTERN, type DeliveryAddress, type Order, type OrderStatus, type OrderSummary } from '../schemas/orders.ts'
@@ -251,9 +251,13 @@ export async function listOrdersForKey (db: Tx, apiKeyId: string, filters: Order
   const filtered = and(...conditions)
   // The sort key keeps created_at to the microsecond, as text: a JavaScript date would round it.
   const after = window.after === null ? sql`true` : sql`(${orders.createdAt}, ${orders.id}) < (${window.after[0]}::timestamptz, ${window.after[1]}::uuid)`
+  // The page's ids first: unfiltered, the rows OFFSET skips are read from the index alone
+  // (key, created_at, id), not fetched from the table; only the page's rows are.
+  const pageIds = db.select({ id: orders.id }).from(orders).where(and(filtered, after))
+    .orderBy(desc(orders.createdAt), desc(orders.id)).limit(window.limit + 1).offset(window.offset)
   const [rows, counts] = await Promise.all([
-    db.select({ order: orders, sortKey: sql<string>`${orders.createdAt}::text` }).from(orders).where(and(filtered, after))
-      .orderBy(desc(orders.createdAt), desc(orders.id)).limit(window.limit + 1).offset(window.offset),
+    db.select({ order: orders, sortKey: sql<string>`${orders.createdAt}::text` }).from(orders).where(inArray(orders.id, pageIds))
+      .orderBy(desc(orders.createdAt), desc(orders.id)),
     // Without a filter the total is the key's order count, kept beside the orders.
     query || updatedSince !== undefined
       ? db.select({ total: sql<number>`count(*)::int` }).from(orders).where(filtered)
