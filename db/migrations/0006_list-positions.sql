@@ -5,6 +5,9 @@ CREATE TABLE "product_list_positions" (
 	CONSTRAINT "product_list_positions_list_position_pk" PRIMARY KEY("list","position")
 );
 --> statement-breakpoint
+DROP INDEX "products_available_name_idx";--> statement-breakpoint
+CREATE INDEX "products_available_name_idx" ON "products" USING btree ("available",lower("name"),"id","name");
+--> statement-breakpoint
 INSERT INTO "product_list_positions" ("list", "position", "product_id")
   SELECT '', row_number() OVER (ORDER BY lower("name"), "id"), "id" FROM "products"
   UNION ALL
