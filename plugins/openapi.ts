@@ -6,6 +6,7 @@ import { changeSchemas } from '../schemas/changes.ts'
 import { ErrorBody, RESPONSE_HEADERS } from '../schemas/common.ts'
 import { orderSchemas } from '../schemas/orders.ts'
 import { productSchemas } from '../schemas/products.ts'
+import { webhookSchemas } from '../schemas/webhooks.ts'
 
 export const API_TITLE = 'Storefront External API'
 
@@ -20,7 +21,7 @@ response header to support. Money amounts are JSON numbers with at most two deci
 The examples come from the demo catalogue and work as they are against a demo store: together the
 list parameters find one product, and the create-order example makes order 100001 for Ada Lovelace.`
 
-export const sharedSchemas = [ErrorBody, ...productSchemas, ...orderSchemas, ...changeSchemas]
+export const sharedSchemas = [ErrorBody, ...productSchemas, ...orderSchemas, ...changeSchemas, ...webhookSchemas]
 
 // Parameters have no schema of our own to carry examples (their schemas are shared with
 // validation), so they are set on the document by operation. Values from the demo catalogue
@@ -112,6 +113,7 @@ export default fp(async function openapiPlugin (app) {
         { name: 'Products', description: 'The catalogue' },
         { name: 'Orders', description: 'Orders created with your API key' },
         { name: 'Changes', description: 'What changed, to keep your own copy in sync' },
+        { name: 'Webhooks', description: 'The changes pushed to your own HTTPS endpoints, signed (Standard Webhooks)' },
         { name: 'Service', description: 'Health and readiness; no key needed' }
       ],
       components: {
