@@ -39,7 +39,7 @@ export const WebhookEndpoint = Type.Object({
   status: Type.Unsafe<typeof ENDPOINT_STATUSES[number]>({
     type: 'string',
     enum: [...ENDPOINT_STATUSES],
-    description: 'A disabled endpoint receives nothing; its deliveries wait until it is enabled again',
+    description: 'A disabled endpoint receives nothing: events that happen meanwhile are not queued for it, and deliveries already queued wait until it is enabled again',
     examples: ['enabled']
   }),
   disabledReason: Nullable(Type.String({ maxLength: 500, description: 'Why it was disabled; null while enabled', examples: [null] })),

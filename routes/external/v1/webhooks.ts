@@ -175,7 +175,7 @@ or resolves to a loopback, private, link-local or unspecified address answers in
     }
   }, async (request, reply) => {
     await redeliverEvent(app.database, request.apiKey!.id, request.params.id, request.params.eventId)
-    return reply.code(202).send(null)
+    return reply.code(202).send(undefined as never)
   })
 }
 
