@@ -6,7 +6,7 @@ import { changeSchemas } from '../schemas/changes.ts'
 import { ErrorBody, RESPONSE_HEADERS } from '../schemas/common.ts'
 import { orderSchemas } from '../schemas/orders.ts'
 import { productSchemas } from '../schemas/products.ts'
-import { webhookSchemas } from '../schemas/webhooks.ts'
+import { WEBHOOK_EXAMPLE_ID, webhookSchemas } from '../schemas/webhooks.ts'
 
 export const API_TITLE = 'Storefront External API'
 
@@ -42,7 +42,14 @@ export const PARAMETER_EXAMPLES: Record<string, Record<string, string | number>>
   listBrands: { page: 1 },
   listOrders: { query: 'Ada', page: 1, updatedSince: '2026-01-01T00:00:00Z' },
   getOrder: { orderNumberOrId: '100001' },
-  listChanges: { after: 'evt_0', limit: 100 }
+  listChanges: { after: 'evt_0', limit: 100 },
+  // The endpoint the create example makes, as the success examples of routes/external/v1/webhooks.ts show it.
+  getWebhook: { id: WEBHOOK_EXAMPLE_ID },
+  updateWebhook: { id: WEBHOOK_EXAMPLE_ID },
+  deleteWebhook: { id: WEBHOOK_EXAMPLE_ID },
+  rotateWebhookSecret: { id: WEBHOOK_EXAMPLE_ID },
+  listWebhookDeliveries: { id: WEBHOOK_EXAMPLE_ID, page: 1 },
+  redeliverWebhook: { id: WEBHOOK_EXAMPLE_ID, eventId: 'evt_1042' }
 }
 
 interface Operation {

@@ -11,6 +11,8 @@ export const ENDPOINT_STATUSES = ['enabled', 'disabled'] as const
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const
 
 const EXAMPLE_URL = 'https://hooks.example.com/storefront'
+/** The id of the endpoint the examples show. */
+export const WEBHOOK_EXAMPLE_ID = '5e1f0c2a-8b3d-4c7e-9a10-6f2b4d8e1c35'
 
 const Events = Type.Array(Type.Unsafe<EventFilter>({ type: 'string', enum: [...EVENT_FILTERS] }), {
   minItems: 1,

@@ -13,7 +13,8 @@ export interface ResolvedAddress { address: string, family: number }
 /** Every address a host name resolves to (injected by tests to play DNS). */
 export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>
 
-const RESOLVE_TIMEOUT_MS = 5000
+// Below the request deadline (HANDLER_TIMEOUT_MS), so a silent DNS server answers 400, not 503.
+const RESOLVE_TIMEOUT_MS = 3000
 
 export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true })
 

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { TSchema } from 'typebox'
 import { documentedResponse, pageWindow, ref } from '../../../schemas/common.ts'
 import {
-  CreateWebhookBody, DeliveriesQuery, DeliveryPage, DeliveryParams, UpdateWebhookBody, WebhookEndpoint, WebhookEndpointList, WebhookParams
+  CreateWebhookBody, DeliveriesQuery, WEBHOOK_EXAMPLE_ID, DeliveryPage, DeliveryParams, UpdateWebhookBody, WebhookEndpoint, WebhookEndpointList, WebhookParams
 } from '../../../schemas/webhooks.ts'
 import { openListCursor } from '../../../services/list-cursor.ts'
 import {
@@ -12,7 +12,7 @@ import {
 import { v1Errors, v1Headers } from './shared.ts'
 
 const ENDPOINT = {
-  id: '5e1f0c2a-8b3d-4c7e-9a10-6f2b4d8e1c35',
+  id: WEBHOOK_EXAMPLE_ID,
   url: 'https://hooks.example.com/storefront',
   events: ['order.*'],
   description: 'Order sync',
