@@ -111,13 +111,19 @@ export type Config = Static<typeof ConfigSchema>
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   // Blank values count as unset, so `PORT=` in an env file falls back to the default.
   const data = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''))
+  let config: Config
   try {
     // env: false — only `env` is read (process.env by default), so a blank value in it stays unset.
-    return envSchema<Config>({ schema: ConfigSchema, data, env: false, dotenv: false })
+    config = envSchema<Config>({ schema: ConfigSchema, data, env: false, dotenv: false })
   } catch (err) {
     const detail = (err as Error).message.replaceAll('env/', '')
     throw new ConfigError(`invalid configuration: ${detail}`)
   }
+  // A lease shorter than an attempt would let another instance attempt the same delivery at once.
+  if (config.WEBHOOK_LEASE_MS <= config.WEBHOOK_TIMEOUT_MS) {
+    throw new ConfigError(`invalid configuration: WEBHOOK_LEASE_MS (${config.WEBHOOK_LEASE_MS}) must be above WEBHOOK_TIMEOUT_MS (${config.WEBHOOK_TIMEOUT_MS})`)
+  }
+  return config
 }
 
 export class ConfigError extends Error {}

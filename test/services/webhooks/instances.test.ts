@@ -177,7 +177,7 @@ t.test('an instance killed mid-attempt: another delivers within the lease', need
   })
   const endpoint = await createEndpoint(api, key, receiver.url)
   const LEASE_MS = 4000
-  const server = await startServer(root, { ...ENV, STOREFRONT_SOURCE: '1', DATABASE_URL: url!, WEBHOOK_LEASE_MS: String(LEASE_MS), LOG_LEVEL: 'error' })
+  const server = await startServer(root, { ...ENV, STOREFRONT_SOURCE: '1', DATABASE_URL: url!, WEBHOOK_LEASE_MS: String(LEASE_MS), WEBHOOK_TIMEOUT_MS: '3000', LOG_LEVEL: 'error' })
   t.teardown(() => { if (server.child.exitCode === null) server.child.kill('SIGKILL') })
   await writeEvents(database, 1)
   await receiver.waitFor(1, 30_000)
@@ -189,7 +189,7 @@ t.test('an instance killed mid-attempt: another delivers within the lease', need
   const killedAt = Date.now()
 
   hold = false
-  const other = await buildTestApp(t, { database, env: { ...ENV, WEBHOOK_LEASE_MS: String(LEASE_MS) } })
+  const other = await buildTestApp(t, { database, env: { ...ENV, WEBHOOK_LEASE_MS: String(LEASE_MS), WEBHOOK_TIMEOUT_MS: '3000' } })
   await other.ready()
   await receiver.waitFor(2, LEASE_MS + 15_000)
   const after = Date.now() - killedAt
