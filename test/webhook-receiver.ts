@@ -27,6 +27,8 @@ export interface Receiver {
   respond: (responder: Responder) => void
   /** Whether `secret` (a whsec_ secret) verifies this request's signature. */
   verifies: (request: Received, secret: string) => boolean
+  /** TCP connections accepted so far (a refused address opens none). */
+  connections: () => number
   /** Requests with this webhook-id. */
   hits: (id: string) => Received[]
   /** Resolves once `count` requests (in all) have come, or rejects after `timeoutMs`. */
@@ -63,6 +65,8 @@ export async function startReceiver (t: TestContext, path = '/hook'): Promise<Re
       Promise.resolve(responder(request, res)).catch(() => res.destroy())
     })
   })
+  let connections = 0
+  server.on('connection', () => { connections++ })
   server.keepAliveTimeout = 100
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
@@ -85,6 +89,7 @@ export async function startReceiver (t: TestContext, path = '/hook'): Promise<Re
         return false
       }
     },
+    connections: () => connections,
     hits: (id) => received.filter((r) => r.id === id),
     waitFor: async (count, timeoutMs = 15_000) => {
       const deadline = Date.now() + timeoutMs

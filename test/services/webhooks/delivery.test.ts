@@ -382,6 +382,7 @@ t.test('a host that resolves to a private address by delivery time is refused at
   })
   t.match(d, { status: 'pending', lastResponseStatus: null }, 'a failed attempt, no answer')
   t.equal(receiver.received.length, 0, 'the loopback receiver was never called')
+  t.equal(receiver.connections(), 0, 'refused in the connection\'s own lookup: not even a connection was opened')
   t.equal(control.received.length, 1, 'while an allowed host resolving to it was (the lookup path works)')
 })
 
