@@ -1,6 +1,6 @@
 // What integrators send and see of webhooks: their endpoints, and the deliveries to them.
 import { Type, type Static } from 'typebox'
-import { EVENT_TYPES } from './changes.ts'
+import { EVENT_TYPES, type EventType } from './changes.ts'
 import { CursorQuery, Nullable, Page, PageQuery, Timestamp, Uuid, ref } from './common.ts'
 
 export const EVENT_FILTERS = ['*', 'product.*', 'order.*', ...EVENT_TYPES] as const
@@ -118,4 +118,23 @@ export const DeliveriesQuery = Type.Object({
 })
 export type DeliveriesQuery = Static<typeof DeliveriesQuery>
 
-export const webhookSchemas = [WebhookEndpoint, WebhookEndpointList, CreateWebhookBody, UpdateWebhookBody, Delivery, DeliveryPage]
+/** What each delivery POSTs: the feed's event, with its id and resource inside `data`. */
+export const WebhookPayload = Type.Object({
+  type: Type.Unsafe<EventType>({ type: 'string', enum: [...EVENT_TYPES], examples: ['order.created'] }),
+  timestamp: Timestamp('When the change happened (the feed event\'s occurredAt)'),
+  data: Type.Object({
+    id: Type.String({ maxLength: 30, description: 'The event id: the same as the webhook-id header and as the changes feed\'s id', examples: ['evt_1042'] }),
+    resourceId: Uuid,
+    orderNumber: Type.Optional(Type.String({ maxLength: 20, examples: ['100001'] })),
+    status: Type.Optional(Type.String({ maxLength: 20, examples: ['pending'] })),
+    previousStatus: Type.Optional(Type.String({ maxLength: 20, examples: ['pending'] }))
+  }, { additionalProperties: false })
+}, {
+  $id: 'WebhookPayload',
+  title: 'WebhookPayload',
+  additionalProperties: false,
+  examples: [{ type: 'order.created', timestamp: '2026-11-23T09:41:07.512Z', data: { id: 'evt_1042', resourceId: '7d1c0b2e-4f3a-4e8b-9a61-2c5d8e0f4b17', orderNumber: '100001', status: 'pending' } }]
+})
+export type WebhookPayload = Static<typeof WebhookPayload>
+
+export const webhookSchemas = [WebhookEndpoint, WebhookEndpointList, CreateWebhookBody, UpdateWebhookBody, Delivery, DeliveryPage, WebhookPayload]

@@ -2,12 +2,15 @@
 // signature with the `standardwebhooks` package: the shape and headers, retries and their
 // end, redirects, slow receivers, huge answers, secret rotation, auto-disable, redelivery,
 // the events filter and the feed's visibility rules, and the address check at delivery.
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import type { App } from '../../../app.ts'
 import { execute } from '../../../db/client.ts'
 import { recordEvents } from '../../../db/events.ts'
 import { SCOPES, type Scope } from '../../../lib/api-key-secret.ts'
+import { WebhookPayload } from '../../../schemas/webhooks.ts'
 import type { ResolvedAddress } from '../../../services/webhooks/url-policy.ts'
 import {
   authHeaders, buildTestApp, created, importProducts, line, makeKey, makeProduct, orderBody, postOrder, sleep, UNLIMITED, type TestAppOptions
@@ -98,6 +101,10 @@ t.test('a delivery: Standard Webhooks headers, the signature, the feed\'s event 
   t.same(orderCreated.json.data, { id: orderCreated.id, resourceId: order.id, orderNumber: order.orderNumber, status: 'pending' })
   t.match(orderCreated.json.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
   t.same(Object.keys(orderCreated.json).sort(), ['data', 'timestamp', 'type'])
+  const ajv = new Ajv2020({ strict: false, allErrors: true })
+  addFormats.default(ajv)
+  const documented = ajv.compile(WebhookPayload)
+  for (const hit of got) t.ok(documented(hit.json), `${hit.json.type}: the body is the documented WebhookPayload`, { errors: documented.errors })
   t.match(orderCreated.id, /^evt_\d+$/)
   t.equal(orderCreated.headers['content-type'], 'application/json')
   t.ok(Math.abs(Number(orderCreated.timestamp) - Date.now() / 1000) < 60, 'webhook-timestamp: Unix seconds of the attempt')
