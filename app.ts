@@ -12,7 +12,9 @@ import metrics from './plugins/metrics.ts'
 import openapi from './plugins/openapi.ts'
 import redis from './plugins/redis.ts'
 import store from './plugins/store.ts'
+import webhooks from './plugins/webhooks.ts'
 import externalV1 from './routes/external/v1/index.ts'
+import type { Resolver } from './services/webhooks/url-policy.ts'
 import health from './routes/health.ts'
 
 declare module 'fastify' {
@@ -27,6 +29,8 @@ export interface AppOptions {
   config: Config
   database: Database
   logger?: FastifyServerOptions['logger']
+  /** How webhook hosts are resolved (tests play DNS with it); the system's resolver otherwise. */
+  webhookResolver?: Resolver
 }
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -78,6 +82,7 @@ export async function buildApp (options: AppOptions) {
   await app.register(jobs)
   await app.register(redis)
   await app.register(metrics)
+  await app.register(webhooks, options.webhookResolver === undefined ? {} : { resolve: options.webhookResolver })
   await app.register(health)
   await app.register(externalV1, { prefix: '/external/v1' })
   return app

@@ -1,5 +1,5 @@
 // The `storefront` command: serve, migrate, and the operator's catalogue, key, maintenance,
-// settings and order commands. Every subcommand with --json prints one JSON document on
+// settings, order and webhook commands. Every subcommand with --json prints one JSON document on
 // stdout and nothing else there; problems go to stderr.
 import { readFileSync } from 'node:fs'
 import { open } from 'node:fs/promises'
@@ -15,6 +15,7 @@ import { CatalogChecker, CatalogError, readCatalog } from './lib/catalog-file.ts
 import { JsonStreamError, type JsonStreamEntry } from './lib/json-stream.ts'
 import { demoCatalog } from './services/demo-catalog.ts'
 import { setOrderStatus } from './services/order-status.ts'
+import { listAllEndpoints, setEndpointStatus } from './services/webhooks/endpoints.ts'
 import { toCents, toDecimalText } from './lib/money.ts'
 import { isUuid } from './schemas/common.ts'
 import { ORDER_STATUSES, type OrderStatus } from './schemas/orders.ts'
@@ -427,6 +428,37 @@ orders keep their items. The file's format is in the README (examples/catalog.js
       print(options, change.order, `order ${change.order.orderNumber}: ${change.from} → ${change.order.status}`)
     })
   missingArguments.set(setStatus, 'orders set-status needs ORDER (number or id) and STATUS')
+
+  const webhooks = program.command('webhooks').description('webhook endpoints of every key: list, disable, enable')
+  webhooks.command('list')
+    .description('list the webhook endpoints (never their secrets), oldest first')
+    .option('--key <ID>', 'only the endpoints of this key')
+    .option(...JSON_OPTION)
+    .action(async (options: Output & { key?: string }) => {
+      const keyId = options.key === undefined ? null : requireId(options.key, 'webhooks list --key')
+      const list = await withDatabase(config(), (database) => listAllEndpoints(database, keyId))
+      const text = list.length === 0
+        ? 'no webhook endpoints'
+        : list.map((e) => `${e.id}  ${e.status.padEnd(8)}  key=${e.apiKeyId}  events=${e.events.join(',')}  ${e.url}${e.disabledReason === null ? '' : `  (${e.disabledReason})`}`).join('\n')
+      print(options, list.map(({ id, apiKeyId, url, events, description, status, disabledReason, createdAt }) =>
+        ({ id, apiKeyId, url, events, description, status, disabledReason, createdAt })), text)
+    })
+  for (const [verb, status, description] of [
+    ['disable', 'disabled', 'stop deliveries to an endpoint (its key sees disabledReason "Disabled by the operator")'],
+    ['enable', 'enabled', 'let a disabled endpoint receive deliveries again (also one disabled for failing)']
+  ] as const) {
+    const change = webhooks.command(verb)
+      .description(description)
+      .argument('<ID>', 'the endpoint id, as webhooks list shows')
+      .option(...JSON_OPTION)
+      .action(async (value: string, options: Output) => {
+        if (!isUuid(value)) throw new UsageError(`webhooks ${verb} needs an endpoint id (a GUID, as webhooks list shows), got ${value}`)
+        const endpoint = await withDatabase(config(), (database) => setEndpointStatus(database, value, status))
+        if (endpoint === null) throw new UsageError(`no webhook endpoint has id ${value}`)
+        print(options, { id: endpoint.id, status: endpoint.status }, `webhook endpoint ${endpoint.id} is now ${endpoint.status}`)
+      })
+    missingArguments.set(change, `webhooks ${verb} needs an endpoint id (a GUID, as webhooks list shows)`)
+  }
 
   // Every refusal is thrown, not printed: main() prints one line and sets the exit code.
   const configure = (command: Command): void => {

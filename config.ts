@@ -12,6 +12,18 @@ export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
  * small, and a 100,000-product import is no slower with it.
  */
 export const OPERATOR_PGLITE_BUFFERS_MB = 32
+/** About 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h: retries spread over about a day and a half. */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,36000'
+
+/** WEBHOOK_RETRY_SCHEDULE as milliseconds. */
+export function retryScheduleMs (value: string): number[] {
+  return value.split(',').map((s) => Math.round(Number(s.trim()) * 1000))
+}
+
+/** WEBHOOK_ALLOWED_HOSTS as a list of lower-case host or host:port. */
+export function allowedHosts (value: string): string[] {
+  return value.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean)
+}
 
 export const ConfigSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({
@@ -63,6 +75,29 @@ export const ConfigSchema = Type.Object({
   CHANGES_RETENTION_DAYS: Type.Integer({ default: 30, minimum: 1, description: 'How long the changes feed keeps events; an older cursor answers 410 cursor_expired' }),
   CHANGES_PRUNE_MS: Type.Integer({ default: 600000, minimum: 1000, description: 'How often events past their retention are deleted' }),
 
+  // Webhooks: where they may go, how long an attempt may take, and when they are tried again.
+  WEBHOOK_ALLOW_HTTP: Type.Boolean({ default: false, description: 'Accept plain http:// webhook URLs (otherwise https:// only)' }),
+  WEBHOOK_ALLOWED_HOSTS: Type.String({
+    default: '',
+    pattern: '^[^\\s/]*(\\s*,\\s*[^\\s/]*)*$',
+    description: 'Comma-separated host or host:port that webhooks may reach although they are or resolve to loopback, private or link-local addresses'
+  }),
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 100, description: 'How long a delivery attempt may take; a 2xx within it is success' }),
+  WEBHOOK_RETRY_SCHEDULE: Type.String({
+    default: DEFAULT_WEBHOOK_RETRY_SCHEDULE,
+    pattern: '^\\d+(\\.\\d+)?(\\s*,\\s*\\d+(\\.\\d+)?)*$',
+    description: 'Seconds to wait before each retry of a failed delivery, comma-separated (each ± 20%); after the last one the delivery is failed'
+  }),
+  WEBHOOK_DISABLE_AFTER_MS: Type.Integer({ default: 259200000, minimum: 1, description: 'An endpoint whose deliveries fail with no success for this long (3 days) is disabled' }),
+  WEBHOOK_POLL_MS: Type.Integer({ default: 100, minimum: 5, description: 'How often each instance looks for deliveries that are due' }),
+  WEBHOOK_CONCURRENCY: Type.Integer({ default: 16, minimum: 1, maximum: 1000, description: 'Delivery attempts each instance makes at once' }),
+  WEBHOOK_LEASE_MS: Type.Integer({
+    default: 60000,
+    minimum: 1000,
+    description: 'How long an instance holds a delivery it attempts (keep it above WEBHOOK_TIMEOUT_MS); one that dies mid-attempt has it retried by another after this'
+  }),
+  WEBHOOK_MAX_RESPONSE_BYTES: Type.Integer({ default: 65536, minimum: 0, description: 'How much of a receiver\'s answer is read before the connection is dropped' }),
+
   AUTH_FAILURE_LIMIT: Type.Integer({ default: 60, minimum: 1, description: 'Failed authentications per client IP and rate-limit window' }),
   MAINTENANCE_RETRY_AFTER: Type.Integer({ default: 60, minimum: 1, description: 'Retry-After seconds of store_under_maintenance' }),
   IDEMPOTENCY_TTL_HOURS: Type.Integer({ default: 24, minimum: 1, description: 'How long an Idempotency-Key replays its first response' }),
@@ -76,13 +111,19 @@ export type Config = Static<typeof ConfigSchema>
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   // Blank values count as unset, so `PORT=` in an env file falls back to the default.
   const data = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''))
+  let config: Config
   try {
     // env: false — only `env` is read (process.env by default), so a blank value in it stays unset.
-    return envSchema<Config>({ schema: ConfigSchema, data, env: false, dotenv: false })
+    config = envSchema<Config>({ schema: ConfigSchema, data, env: false, dotenv: false })
   } catch (err) {
     const detail = (err as Error).message.replaceAll('env/', '')
     throw new ConfigError(`invalid configuration: ${detail}`)
   }
+  // A lease shorter than an attempt would let another instance attempt the same delivery at once.
+  if (config.WEBHOOK_LEASE_MS <= config.WEBHOOK_TIMEOUT_MS) {
+    throw new ConfigError(`invalid configuration: WEBHOOK_LEASE_MS (${config.WEBHOOK_LEASE_MS}) must be above WEBHOOK_TIMEOUT_MS (${config.WEBHOOK_TIMEOUT_MS})`)
+  }
+  return config
 }
 
 export class ConfigError extends Error {}

@@ -3,8 +3,10 @@
 import { sql } from 'drizzle-orm'
 import type { EventType } from '../schemas/changes.ts'
 import { execute, type Tx } from './client.ts'
+import { eventVisibility } from './event-visibility.ts'
 import { ADVISORY_LOCKS } from './locks.ts'
 import { bumpCatalogVersion } from './settings.ts'
+import { enqueueDeliveries } from './webhooks.ts'
 
 export { EVENT_TYPES, type EventType } from '../schemas/changes.ts'
 
@@ -60,6 +62,8 @@ export async function publishEvents (db: Tx, batch: number): Promise<number> {
       stamp as (select clock_timestamp() as at)
       update change_events e set position = last.position + numbered.n, published_at = stamp.at
       from numbered, last, stamp where e.seq = numbered.seq`)
+    // Their webhook deliveries commit with their positions: published means queued.
+    await enqueueDeliveries(tx, seqs)
     return events.length
   })
 }
@@ -98,9 +102,12 @@ export async function readEvents (db: Tx, input: { after: number, limit: number,
 const settledBefore = (settleMs: number) => sql`(select clock_timestamp() - make_interval(secs => ${settleMs / 1000}))`
 
 function visibleTo (scope: FeedScope) {
-  const products = scope.products ? sql`(api_key_id is null and type like 'product.%')` : sql`false`
-  const orders = scope.orders ? sql`(api_key_id = ${scope.apiKeyId}::uuid)` : sql`false`
-  return sql`(${products} or ${orders})`
+  return eventVisibility({
+    event: sql`change_events`,
+    apiKeyId: sql`${scope.apiKeyId}::uuid`,
+    products: scope.products ? sql`true` : sql`false`,
+    orders: scope.orders ? sql`true` : sql`false`
+  })
 }
 
 /**

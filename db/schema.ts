@@ -253,3 +253,59 @@ export const changeFeed = pgTable('change_feed', {
   cursorSecret: text('cursor_secret').notNull(),
   prunedThrough: bigint('pruned_through', { mode: 'number' }).notNull().default(0)
 }, (t) => [check('change_feed_one_row', sql`${t.id} = 1`)])
+
+// Webhook endpoints: an API key's own receivers of the change events it may see.
+export const webhookEndpoints = pgTable('webhook_endpoints', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  apiKeyId: uuid('api_key_id').notNull().references(() => apiKeys.id, { onDelete: 'cascade' }),
+  url: text('url').notNull(),
+  // Event types, `order.*`, `product.*` or `*`.
+  events: text('events').array().notNull(),
+  description: text('description'),
+  // `whsec_` + base64 of 32 random bytes: the receiver needs it as it is, so it is stored as it is.
+  secret: text('secret').notNull(),
+  // After a rotation the previous secret signs beside the new one until it expires.
+  previousSecret: text('previous_secret'),
+  previousSecretExpiresAt: timestamp('previous_secret_expires_at', { withTimezone: true }),
+  status: text('status', { enum: ['enabled', 'disabled'] }).notNull().default('enabled'),
+  disabledReason: text('disabled_reason'),
+  // The 3-day rule: failing since the first failure after the last success.
+  lastSuccessAt: timestamp('last_success_at', { withTimezone: true }),
+  failingSince: timestamp('failing_since', { withTimezone: true }),
+  createdAt: createdAt(),
+  updatedAt: updatedAt()
+}, (t) => [
+  index('webhook_endpoints_key_idx').on(t.apiKeyId, t.createdAt, t.id),
+  check('webhook_endpoints_status', sql`${t.status} in ('enabled', 'disabled')`)
+])
+
+// One row per (endpoint, event), written by the publisher in the transaction that numbers
+// the event, so every published event an endpoint should receive has its delivery. A
+// delivery keeps a copy of its event (type, resource, data, time): the changes feed's
+// retention deletes events whatever deliveries still wait for them, and finished deliveries
+// are deleted after the same retention.
+export const webhookDeliveries = pgTable('webhook_deliveries', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
+  endpointId: uuid('endpoint_id').notNull().references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+  // The event's feed position: its id is evt_<position>, the webhook-id.
+  position: bigint('position', { mode: 'number' }).notNull(),
+  type: text('type').notNull(),
+  resourceId: uuid('resource_id').notNull(),
+  data: jsonb('data').notNull().default({}),
+  occurredAt: timestamp('occurred_at', { withTimezone: true }).notNull(),
+  status: text('status', { enum: ['pending', 'succeeded', 'failed'] }).notNull().default('pending'),
+  // Attempts made to the end (one released at shutdown does not count).
+  attempts: integer('attempts').notNull().default(0),
+  lastAttemptAt: timestamp('last_attempt_at', { withTimezone: true }),
+  lastResponseStatus: integer('last_response_status'),
+  // When it is due; while an instance attempts it, the end of that instance's lease.
+  nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }),
+  // Set while an instance attempts it: another claims it only after this.
+  leaseUntil: timestamp('lease_until', { withTimezone: true }),
+  createdAt: createdAt()
+}, (t) => [
+  uniqueIndex('webhook_deliveries_endpoint_position_uq').on(t.endpointId, t.position.desc()),
+  index('webhook_deliveries_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
+  index('webhook_deliveries_finished_idx').on(t.createdAt).where(sql`${t.status} <> 'pending'`),
+  check('webhook_deliveries_status', sql`${t.status} in ('pending', 'succeeded', 'failed')`)
+])

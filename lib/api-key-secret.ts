@@ -1,7 +1,7 @@
 // API key secrets: 256 random bits behind a recognisable prefix, stored only as a SHA-256 hash.
 import { createHash, randomBytes } from 'node:crypto'
 
-export const SCOPES = ['products:list', 'products:find', 'orders:create', 'orders:list', 'orders:find'] as const
+export const SCOPES = ['products:list', 'products:find', 'orders:create', 'orders:list', 'orders:find', 'webhooks:manage'] as const
 export type Scope = typeof SCOPES[number]
 export const isScope = (value: string): value is Scope => (SCOPES as readonly string[]).includes(value)
 

@@ -1,13 +1,16 @@
 // Prometheus metrics at /metrics: requests by route, method and status, latency, orders,
-// authentication failures by cause, rate-limited requests, idempotent replays, database pool.
+// authentication failures by cause, rate-limited requests, idempotent replays, database pool,
+// webhook attempts by outcome and the age of the oldest due delivery.
 import fp from 'fastify-plugin'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { oldestDueDeliveryAge } from '../services/webhooks/deliveries.ts'
 
 export interface Metrics {
   ordersCreated: Counter
   authFailures: Counter<'cause'>
   rateLimited: Counter
   idempotentReplays: Counter
+  webhookDeliveries: Counter<'outcome'>
 }
 
 declare module 'fastify' {
@@ -30,8 +33,15 @@ export default fp(async function metricsPlugin (app) {
     ordersCreated: new Counter({ name: 'storefront_orders_created_total', help: 'Orders created', registers: [registry] }),
     authFailures: new Counter({ name: 'storefront_auth_failures_total', help: 'Requests refused for their API key, by cause', labelNames: ['cause'], registers: [registry] }),
     rateLimited: new Counter({ name: 'storefront_rate_limited_total', help: 'Requests answered 429', registers: [registry] }),
-    idempotentReplays: new Counter({ name: 'storefront_idempotent_replays_total', help: 'Create-order requests answered from a stored response', registers: [registry] })
+    idempotentReplays: new Counter({ name: 'storefront_idempotent_replays_total', help: 'Create-order requests answered from a stored response', registers: [registry] }),
+    webhookDeliveries: new Counter({
+      name: 'storefront_webhook_attempts_total',
+      help: 'Webhook delivery attempts by outcome: succeeded, retrying (failed, retried later), failed (the last retry failed), released (given back at shutdown)',
+      labelNames: ['outcome'],
+      registers: [registry]
+    })
   }
+  const oldestDue = new Gauge({ name: 'storefront_webhook_oldest_due_seconds', help: 'Age of the oldest webhook delivery that is due and not yet attempted (0 when none waits)', registers: [registry] })
   const pool = new Gauge({ name: 'storefront_db_pool_connections', help: 'Database pool: max, open and active connections', labelNames: ['state'], registers: [registry] })
   app.decorate('metrics', metrics)
 
@@ -48,6 +58,11 @@ export default fp(async function metricsPlugin (app) {
       for (const [state, value] of Object.entries(stats)) pool.set({ state }, value)
     } catch (err) {
       request.log.warn({ err }, 'metrics: database pool statistics unavailable')
+    }
+    try {
+      oldestDue.set(await oldestDueDeliveryAge(app.database))
+    } catch (err) {
+      request.log.warn({ err }, 'metrics: webhook delivery age unavailable')
     }
     return reply.type(registry.contentType).send(await registry.metrics())
   })

@@ -249,6 +249,8 @@ const ERROR_EXAMPLES: { [C in ErrorCode]: Omit<ErrorExample<C>, 'code'> } = {
       { path: 'items[1]', reason: 'combination_required', message: 'items[1]: "Barista T-shirt" has combinations; send a combinationId' }
     ]
   },
+  invalid_webhook_url: { message: 'url: the host 10.0.0.7 is a private address; webhooks are delivered to public hosts only' },
+  webhook_limit_reached: { message: ERRORS.webhook_limit_reached.message },
   invalid_cursor: { message: ERRORS.invalid_cursor.message },
   cursor_expired: { message: ERRORS.cursor_expired.message },
   invalid_api_key: { message: 'Send your API key in the X-Api-Key header or as Authorization: Api-Key <key>' },
@@ -256,6 +258,7 @@ const ERROR_EXAMPLES: { [C in ErrorCode]: Omit<ErrorExample<C>, 'code'> } = {
   not_found: { message: 'No route for GET /external/v1/product' },
   product_not_found: { message: ERRORS.product_not_found.message },
   order_not_found: { message: ERRORS.order_not_found.message },
+  webhook_not_found: { message: ERRORS.webhook_not_found.message },
   idempotency_key_in_use: { message: ERRORS.idempotency_key_in_use.message },
   payload_too_large: { message: ERRORS.payload_too_large.message },
   unsupported_media_type: { message: ERRORS.unsupported_media_type.message },

@@ -5,7 +5,7 @@ import { apiError, invalidField } from '../errors.ts'
 import { openCursor, sealCursor } from '../lib/cursor.ts'
 import { MAX_PAGE, PAGE_SIZE, type ListWindow, type SortKey } from '../schemas/common.ts'
 
-export type ListName = 'products' | 'orders' | 'categories' | 'brands'
+export type ListName = 'products' | 'orders' | 'categories' | 'brands' | 'deliveries'
 
 interface CursorPayload<F> { l: ListName, f: F, p: number, k: SortKey, o?: string }
 

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { execute, openDatabase, type Database } from '../../db/client.ts'
+import { insertEndpoint } from '../../db/webhooks.ts'
 import type { CatalogFile } from '../../schemas/catalog-file.ts'
 import { createEmptyDatabase } from '../helper.ts'
 
@@ -119,8 +120,8 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
     t.match(alpha, { id: /^[0-9a-f-]{36}$/, name: 'Alpha shop', key: /^sk_[A-Za-z0-9_-]{43}$/, scopes: ['products:list', 'orders:create'], expiresAt: null })
     const beta = json(t, await run(['keys', 'create', '--name', 'beta', '--scopes', 'products:find', '--expires-at', expiresAt, '--rate-limit', '50', '--json']), 'create beta')
     t.strictSame({ ...beta, id: '', key: '' }, { id: '', name: 'beta', key: '', scopes: ['products:find'], expiresAt })
-    const gamma = json(t, await run(['keys', 'create', '--name', 'gamma', '--scopes', 'products:list, products:find ,orders:list,orders:find,orders:create', '--json']), 'create gamma')
-    t.equal(gamma.scopes.length, 5)
+    const gamma = json(t, await run(['keys', 'create', '--name', 'gamma', '--scopes', 'products:list, products:find ,orders:list,orders:find,orders:create,webhooks:manage', '--json']), 'create gamma')
+    t.equal(gamma.scopes.length, 6)
     // Without --json: the key and a warning, for a person.
     const delta = await run(['keys', 'create', '--name', 'delta', '--scopes', 'orders:find'])
     t.equal(delta.code, 0)
@@ -162,12 +163,32 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
     t.match(byName['Alpha shop'], { id: keys.alpha!.id, state: 'active', scopes: ['products:list', 'orders:create'], expiresAt: null, lastUsedAt: null, rateLimit: null })
     t.match(byName.beta, { id: keys.beta!.id, state: 'expired', scopes: ['products:find'], expiresAt: /^\d{4}-\d{2}-\d{2}T/, rateLimit: 50 })
     t.ok(Date.parse(byName.beta.expiresAt) < Date.now())
-    t.match(byName.gamma, { state: 'revoked', scopes: ['products:list', 'products:find', 'orders:list', 'orders:find', 'orders:create'] })
+    t.match(byName.gamma, { state: 'revoked', scopes: ['products:list', 'products:find', 'orders:list', 'orders:find', 'orders:create', 'webhooks:manage'] })
     t.match(byName.delta, { state: 'inactive', scopes: ['orders:find'] })
 
     t.strictSame(json(t, await run(['keys', 'activate', keys.delta!.id, '--json']), 'activate'), { id: keys.delta!.id, state: 'active' })
     t.strictSame(json(t, await run(['keys', 'activate', keys.beta!.id, '--json']), 'activate an expired key'), { id: keys.beta!.id, state: 'expired' })
     refused(t, await run(['keys', 'revoke', randomUUID()]), /no key has id/, 'an unknown key id')
+  })
+
+  await t.test('webhooks list, disable and enable', async (t) => {
+    const made = await inspect(backend, async (database) => {
+      const first = await insertEndpoint(database.db, { apiKeyId: keys.alpha!.id, url: 'https://hooks.example.com/a', events: ['*'], description: null, secret: 'whsec_c2VjcmV0' })
+      const second = await insertEndpoint(database.db, { apiKeyId: keys.delta!.id, url: 'https://hooks.example.com/d', events: ['order.*'], description: 'delta', secret: 'whsec_c2VjcmV0' })
+      return [first, second]
+    })
+    const all = json(t, await run(['webhooks', 'list', '--json']), 'webhooks list')
+    t.equal(all.length, 2)
+    t.strictSame(Object.keys(all[0]), ['id', 'apiKeyId', 'url', 'events', 'description', 'status', 'disabledReason', 'createdAt'], 'exactly the documented fields')
+    t.notOk(JSON.stringify(all).includes('whsec_'), 'never a secret')
+    t.match(json(t, await run(['webhooks', 'list', '--key', keys.delta!.id, '--json']), 'webhooks list --key'), [{ id: made[1]!.id, apiKeyId: keys.delta!.id, events: ['order.*'], status: 'enabled' }])
+    t.strictSame(json(t, await run(['webhooks', 'disable', made[0]!.id, '--json']), 'disable'), { id: made[0]!.id, status: 'disabled' })
+    const text = await run(['webhooks', 'list'])
+    t.equal(text.code, 0)
+    t.match(text.stdout, new RegExp(`${made[0]!.id} {2}disabled .*https://hooks\\.example\\.com/a {2}\\(Disabled by the operator\\)`))
+    t.strictSame(json(t, await run(['webhooks', 'enable', made[0]!.id, '--json']), 'enable'), { id: made[0]!.id, status: 'enabled' })
+    t.match(json(t, await run(['webhooks', 'list', '--key', keys.alpha!.id, '--json']), 'after enable'), [{ status: 'enabled', disabledReason: null }])
+    refused(t, await run(['webhooks', 'disable', randomUUID()]), /no webhook endpoint has id/, 'an unknown endpoint')
   })
 
   // Each look into the database opens it (seconds for the embedded one): a few, each doing much.
@@ -327,6 +348,9 @@ t.test('bad calls refused in the command itself', async (t) => {
     [['settings', 'set', 'defaultCountry', 'USA'], /defaultCountry must be an ISO 3166 alpha-2 code/],
     [['maintenance', 'maybe'], /^storefront maintenance: unknown command 'maybe' \(see storefront maintenance --help\)$/],
     [['orders', 'set-status', '100001', 'teleported'], /unknown status teleported/],
+    [['webhooks', 'disable', 'not-a-guid'], /webhooks disable needs an endpoint id.*got not-a-guid/],
+    [['webhooks', 'enable'], /webhooks enable needs an endpoint id/],
+    [['webhooks', 'list', '--key', 'nope'], /webhooks list --key needs a key id.*got nope/],
     [[], /a command is needed/]
   ]
   for (const [argv, message] of cases) {
@@ -371,7 +395,7 @@ t.test('help, --version and refused command lines, without a database', async (t
   for (const flag of ['--name <name>', '--scopes <list>', '--expires-at <iso>', '--rate-limit <n>', '--json', '-h, --help']) {
     t.ok(create.includes(`\n  ${flag} `), `keys create --help shows ${flag}`)
   }
-  t.match(create, 'Scopes: products:list, products:find, orders:create, orders:list, orders:find')
+  t.match(create, 'Scopes: products:list, products:find, orders:create, orders:list, orders:find, webhooks:manage')
   const catalogImport = help(importHelp, 'catalog import --help')
   t.match(catalogImport, /^Usage: storefront catalog import \[options\] <FILE>\n/)
   t.match(catalogImport, /--replace +also delete the products the file does not list/)

@@ -16,6 +16,16 @@ t.test('a blank variable in the process environment counts as unset', async (t) 
   t.throws(() => loadConfig({ PORT: 'abc' }), { message: /PORT/ }, 'a bad value still stops the start')
 })
 
+t.test('webhook settings: the defaults of the contract, and a lease longer than an attempt', async (t) => {
+  const config = loadConfig({})
+  t.equal(config.WEBHOOK_RETRY_SCHEDULE, '5,300,1800,7200,18000,36000,36000', '5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h')
+  t.equal(config.WEBHOOK_TIMEOUT_MS, 10000)
+  t.equal(config.WEBHOOK_DISABLE_AFTER_MS, 3 * 24 * 3600 * 1000)
+  t.equal(config.WEBHOOK_ALLOW_HTTP, false)
+  t.throws(() => loadConfig({ WEBHOOK_LEASE_MS: '5000', WEBHOOK_TIMEOUT_MS: '5000' }), { message: /WEBHOOK_LEASE_MS \(5000\) must be above WEBHOOK_TIMEOUT_MS/ })
+  t.throws(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: '5,soon' }), { message: /WEBHOOK_RETRY_SCHEDULE/ })
+})
+
 t.test('DB_POOL_SIZE sizes the pool of storefront serve', { skip: usingPostgres ? false : 'needs TEST_DATABASE_URL' }, async (t) => {
   const { url } = await createTestDatabase(t)
   const server = await startServer(root, { DATABASE_URL: url!, DB_POOL_SIZE: '3', DB_STATEMENT_TIMEOUT_MS: '2500' })

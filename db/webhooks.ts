@@ -1,0 +1,294 @@
+// Webhook endpoints and their deliveries in SQL: the keys' endpoints, the deliveries the
+// publisher queues, and the claims, outcomes and releases of the instances that attempt them.
+import { and, asc, eq, sql, type SQL } from 'drizzle-orm'
+import { execute, type Tx } from './client.ts'
+import { eventVisibility } from './event-visibility.ts'
+import { webhookDeliveries, webhookEndpoints } from './schema.ts'
+
+export type EndpointStatus = 'enabled' | 'disabled'
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed'
+
+export interface EndpointRow {
+  id: string
+  apiKeyId: string
+  url: string
+  events: string[]
+  description: string | null
+  status: EndpointStatus
+  disabledReason: string | null
+  createdAt: Date
+  secret: string
+}
+
+const endpointColumns = {
+  id: webhookEndpoints.id,
+  apiKeyId: webhookEndpoints.apiKeyId,
+  url: webhookEndpoints.url,
+  events: webhookEndpoints.events,
+  description: webhookEndpoints.description,
+  status: webhookEndpoints.status,
+  disabledReason: webhookEndpoints.disabledReason,
+  createdAt: webhookEndpoints.createdAt,
+  secret: webhookEndpoints.secret
+}
+
+const ownedBy = (id: string, apiKeyId: string | null) => and(eq(webhookEndpoints.id, id), apiKeyId === null ? undefined : eq(webhookEndpoints.apiKeyId, apiKeyId))
+
+/** Holds the key's row until the transaction ends, so two creates cannot both pass the limit. */
+export async function lockKeyEndpoints (tx: Tx, apiKeyId: string): Promise<number> {
+  await execute(tx, sql`select id from api_keys where id = ${apiKeyId}::uuid for update`)
+  const [row] = await execute<{ count: number }>(tx, sql`select count(*)::int as count from webhook_endpoints where api_key_id = ${apiKeyId}::uuid`)
+  return row!.count
+}
+
+export async function insertEndpoint (tx: Tx, input: { apiKeyId: string, url: string, events: string[], description: string | null, secret: string }): Promise<EndpointRow> {
+  const [row] = await tx.insert(webhookEndpoints).values(input).returning(endpointColumns)
+  return row!
+}
+
+/** A key's endpoints, or every endpoint (the operator's view), oldest first. */
+export async function listEndpoints (db: Tx, apiKeyId: string | null): Promise<EndpointRow[]> {
+  return db.select(endpointColumns).from(webhookEndpoints)
+    .where(apiKeyId === null ? undefined : eq(webhookEndpoints.apiKeyId, apiKeyId))
+    .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id))
+}
+
+/** The endpoint with that id, of that key (or of any key when apiKeyId is null). */
+export async function findEndpoint (db: Tx, id: string, apiKeyId: string | null): Promise<EndpointRow | null> {
+  const [row] = await db.select(endpointColumns).from(webhookEndpoints).where(ownedBy(id, apiKeyId))
+  return row ?? null
+}
+
+export interface EndpointChange {
+  url?: string
+  events?: string[]
+  description?: string | null
+  /** With the reason when disabled; enabling clears the reason and the failing window. */
+  status?: { to: 'enabled' } | { to: 'disabled', reason: string }
+}
+
+export async function updateEndpoint (db: Tx, id: string, apiKeyId: string | null, change: EndpointChange): Promise<EndpointRow | null> {
+  const set: Partial<typeof webhookEndpoints.$inferInsert> = { updatedAt: new Date() }
+  if (change.url !== undefined) set.url = change.url
+  if (change.events !== undefined) set.events = change.events
+  if (change.description !== undefined) set.description = change.description
+  if (change.status?.to === 'enabled') Object.assign(set, { status: 'enabled', disabledReason: null, failingSince: null })
+  if (change.status?.to === 'disabled') Object.assign(set, { status: 'disabled', disabledReason: change.status.reason })
+  const [row] = await db.update(webhookEndpoints).set(set).where(ownedBy(id, apiKeyId)).returning(endpointColumns)
+  return row ?? null
+}
+
+/** Deletes the endpoint and (by cascade) its deliveries. */
+export async function deleteEndpoint (db: Tx, id: string, apiKeyId: string): Promise<boolean> {
+  const rows = await db.delete(webhookEndpoints).where(ownedBy(id, apiKeyId)).returning({ id: webhookEndpoints.id })
+  return rows.length > 0
+}
+
+/** A new secret; the current one keeps signing beside it for `overlapMs`. */
+export async function rotateEndpointSecret (db: Tx, id: string, apiKeyId: string, secret: string, overlapMs: number): Promise<EndpointRow | null> {
+  const [row] = await db.update(webhookEndpoints).set({
+    previousSecret: sql`${webhookEndpoints.secret}`,
+    previousSecretExpiresAt: sql`now() + make_interval(secs => ${overlapMs / 1000})`,
+    secret,
+    updatedAt: new Date()
+  }).where(ownedBy(id, apiKeyId)).returning(endpointColumns)
+  return row ?? null
+}
+
+// ---- Deliveries as the key sees them
+
+export interface DeliveryRow {
+  position: number
+  type: string
+  status: DeliveryStatus
+  attempts: number
+  lastAttemptAt: Date | null
+  lastResponseStatus: number | null
+  nextAttemptAt: Date | null
+}
+
+/** A page of an endpoint's deliveries, newest event first; `before` continues after a position. */
+export async function listDeliveries (db: Tx, endpointId: string, window: { limit: number, offset: number, before: number | null }): Promise<{ rows: DeliveryRow[], total: number }> {
+  const rows = await db.select({
+    position: webhookDeliveries.position,
+    type: webhookDeliveries.type,
+    status: webhookDeliveries.status,
+    attempts: webhookDeliveries.attempts,
+    lastAttemptAt: webhookDeliveries.lastAttemptAt,
+    lastResponseStatus: webhookDeliveries.lastResponseStatus,
+    nextAttemptAt: webhookDeliveries.nextAttemptAt
+  }).from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.endpointId, endpointId), window.before === null ? undefined : sql`${webhookDeliveries.position} < ${window.before}`))
+    .orderBy(sql`${webhookDeliveries.position} desc`)
+    .limit(window.limit).offset(window.offset)
+  const [count] = await execute<{ total: number }>(db, sql`select count(*)::int as total from webhook_deliveries where endpoint_id = ${endpointId}::uuid`)
+  return { rows, total: count!.total }
+}
+
+/**
+ * Makes the delivery due now (a failed one pending again). One an instance is attempting
+ * right now is left to that attempt. False when the endpoint has no delivery of that event.
+ */
+export async function redeliver (db: Tx, endpointId: string, position: number): Promise<boolean> {
+  const rows = await execute<{ id: string }>(db, sql`
+    update webhook_deliveries set status = 'pending',
+      next_attempt_at = case when lease_until > now() then next_attempt_at else now() end
+    where endpoint_id = ${endpointId}::uuid and position = ${position}
+    returning id`)
+  return rows.length > 0
+}
+
+// ---- The publisher's part
+
+/**
+ * Queues a delivery for each (enabled endpoint, event) among the events just published,
+ * in the publisher's transaction: the events its key may see in the feed (the feed's own
+ * rule) and its filter names. The key must be usable (active, not expired).
+ */
+export async function enqueueDeliveries (tx: Tx, seqs: SQL): Promise<void> {
+  await tx.execute(sql`
+    insert into webhook_deliveries (endpoint_id, position, type, resource_id, data, occurred_at, next_attempt_at)
+    select w.id, e.position, e.type, e.resource_id, e.data, e.occurred_at, now()
+    from change_events e
+    join webhook_endpoints w on w.status = 'enabled'
+      and w.events && array['*', split_part(e.type, '.', 1) || '.*', e.type]
+    join api_keys k on k.id = w.api_key_id and k.status = 'active' and (k.expires_at is null or k.expires_at > now())
+    where e.seq in (${seqs})
+      and ${eventVisibility({ event: sql`e`, apiKeyId: sql`w.api_key_id`, products: sql`('products:list' = any(k.scopes))`, orders: sql`('orders:list' = any(k.scopes))` })}
+    on conflict do nothing`)
+}
+
+// ---- The workers' part
+
+export interface ClaimedDelivery {
+  id: string
+  endpointId: string
+  position: number
+  type: string
+  resourceId: string
+  data: Record<string, unknown>
+  occurredAt: Date
+  attempts: number
+  url: string
+  /** Those that sign: the current secret, and the previous one during its overlap. */
+  secrets: string[]
+  /** The claim: only the holder of this lease may record the outcome or release it. */
+  lease: string
+}
+
+interface ClaimRow {
+  id: string
+  endpoint_id: string
+  position: string
+  type: string
+  resource_id: string
+  data: Record<string, unknown>
+  occurred_at: string
+  attempts: number
+  url: string
+  secret: string
+  previous_secret: string | null
+  lease: string
+}
+
+/**
+ * Claims up to `limit` due deliveries of enabled endpoints for `leaseMs`. A claimed delivery
+ * is not due again until the lease ends, so an instance that dies mid-attempt leaves it to
+ * another then; SKIP LOCKED keeps instances claiming at once from waiting on each other.
+ */
+export async function claimDeliveries (db: Tx, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  const rows = await execute<ClaimRow>(db, sql`
+    with due as (
+      select d.id from webhook_deliveries d
+      where d.status = 'pending' and d.next_attempt_at <= now()
+        and exists (select 1 from webhook_endpoints w where w.id = d.endpoint_id and w.status = 'enabled')
+      order by d.next_attempt_at limit ${limit}
+      for update of d skip locked
+    )
+    update webhook_deliveries d
+    set lease_until = now() + make_interval(secs => ${leaseMs / 1000}), next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000})
+    from due, webhook_endpoints w
+    where d.id = due.id and w.id = d.endpoint_id
+    returning d.id::text, d.endpoint_id, d.position::text, d.type, d.resource_id, d.data, d.occurred_at::text, d.attempts, w.url, w.secret,
+      case when w.previous_secret_expires_at > now() then w.previous_secret end as previous_secret, d.lease_until::text as lease`)
+  return rows.map((r) => ({
+    id: r.id,
+    endpointId: r.endpoint_id,
+    position: Number(r.position),
+    type: r.type,
+    resourceId: r.resource_id,
+    data: r.data,
+    occurredAt: new Date(r.occurred_at),
+    attempts: r.attempts,
+    url: r.url,
+    secrets: r.previous_secret === null ? [r.secret] : [r.secret, r.previous_secret],
+    lease: r.lease
+  }))
+}
+
+const held = (claim: ClaimedDelivery) => sql`id = ${claim.id}::bigint and lease_until = ${claim.lease}::timestamptz`
+
+/** A 2xx: the delivery succeeded, and its endpoint is no longer failing. False when the lease was lost. */
+export async function recordSuccess (db: Tx, claim: ClaimedDelivery, outcome: { status: number, at: Date }): Promise<boolean> {
+  const rows = await execute<{ id: string }>(db, sql`
+    with done as (
+      update webhook_deliveries set status = 'succeeded', attempts = attempts + 1, last_attempt_at = ${outcome.at.toISOString()}::timestamptz,
+        last_response_status = ${outcome.status}, next_attempt_at = null, lease_until = null
+      where ${held(claim)} returning endpoint_id
+    ), endpoint as (
+      update webhook_endpoints set last_success_at = now(), failing_since = null where id = (select endpoint_id from done)
+    )
+    select endpoint_id::text as id from done`)
+  return rows.length > 0
+}
+
+/**
+ * A failed attempt: due again at `nextAttemptAt`, or failed for good when that is null. The
+ * endpoint is failing since its first failure after its last success; once that is longer
+ * ago than `disableAfterMs`, it is disabled with `reason`. Returns whether it was recorded and
+ * whether the endpoint was disabled now.
+ */
+export async function recordFailure (db: Tx, claim: ClaimedDelivery, outcome: { status: number | null, at: Date, nextAttemptAt: Date | null, disableAfterMs: number, reason: string }): Promise<{ recorded: boolean, disabled: boolean }> {
+  const rows = await execute<{ recorded: boolean, disabled: boolean }>(db, sql`
+    with done as (
+      update webhook_deliveries set attempts = attempts + 1, last_attempt_at = ${outcome.at.toISOString()}::timestamptz,
+        last_response_status = ${outcome.status}, lease_until = null,
+        status = ${outcome.nextAttemptAt === null ? 'failed' : 'pending'},
+        next_attempt_at = ${outcome.nextAttemptAt?.toISOString() ?? null}::timestamptz
+      where ${held(claim)} returning endpoint_id
+    ), endpoint as (
+      update webhook_endpoints w set
+        failing_since = coalesce(w.failing_since, now()),
+        status = case when w.status = 'enabled' and w.failing_since <= now() - make_interval(secs => ${outcome.disableAfterMs / 1000}) then 'disabled' else w.status end,
+        disabled_reason = case when w.status = 'enabled' and w.failing_since <= now() - make_interval(secs => ${outcome.disableAfterMs / 1000}) then ${outcome.reason} else w.disabled_reason end
+      where w.id = (select endpoint_id from done)
+      returning (w.status = 'disabled' and w.disabled_reason = ${outcome.reason}) as disabled
+    )
+    select exists (select 1 from done) as recorded, coalesce((select disabled from endpoint), false) as disabled`)
+  return rows[0]!
+}
+
+/** Gives a claimed delivery back unattempted (shutdown): due at once, the attempt not counted. */
+export async function releaseDelivery (db: Tx, claim: ClaimedDelivery): Promise<void> {
+  await db.execute(sql`update webhook_deliveries set lease_until = null, next_attempt_at = now() where ${held(claim)}`)
+}
+
+/** Seconds since the oldest due delivery of an enabled endpoint became due; 0 when none waits. */
+export async function oldestDueDeliveryAge (db: Tx): Promise<number> {
+  const [row] = await execute<{ age: number | null }>(db, sql`
+    select extract(epoch from now() - min(d.next_attempt_at))::float8 as age
+    from webhook_deliveries d join webhook_endpoints w on w.id = d.endpoint_id and w.status = 'enabled'
+    where d.status = 'pending' and d.next_attempt_at <= now()`)
+  return Math.max(0, Number(row?.age ?? 0))
+}
+
+/** Deletes finished deliveries older than `olderThan`, a batch at a time; returns how many. */
+export async function pruneDeliveries (db: Tx, olderThan: Date, batch: number): Promise<number> {
+  const rows = await execute<{ count: number }>(db, sql`
+    with doomed as (
+      select id from webhook_deliveries where status <> 'pending' and created_at < ${olderThan.toISOString()}::timestamptz
+      limit ${batch} for update skip locked
+    ), deleted as (delete from webhook_deliveries d using doomed where d.id = doomed.id returning 1)
+    select count(*)::int as count from deleted`)
+  return rows[0]!.count
+}

@@ -1,0 +1,23 @@
+// The deliveries as a whole: how far behind they are, and forgetting finished ones.
+import type { Database } from '../../db/client.ts'
+import { oldestDueDeliveryAge as readOldestDueAge, pruneDeliveries } from '../../db/webhooks.ts'
+
+/** Seconds the oldest due delivery has waited (0 when none waits): the worker's lag. */
+export function oldestDueDeliveryAge (database: Database): Promise<number> {
+  return readOldestDueAge(database.db)
+}
+
+/**
+ * Deletes succeeded and failed deliveries older than the changes feed's retention. Pending
+ * ones stay whatever their age: each keeps a copy of its event, so the feed's retention
+ * never waits for them and they never lose what they deliver.
+ */
+export async function forgetOldDeliveries (database: Database, retentionDays: number, now = new Date(), batch = 10_000): Promise<number> {
+  const cutoff = new Date(now.getTime() - retentionDays * 86_400_000)
+  let total = 0
+  for (;;) {
+    const deleted = await pruneDeliveries(database.db, cutoff, batch)
+    total += deleted
+    if (deleted < batch) return total
+  }
+}

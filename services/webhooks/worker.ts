@@ -1,0 +1,172 @@
+// Each instance's delivery worker: every poll it claims the deliveries that are due (up to
+// its concurrency), attempts them without waiting, and records each outcome. Claims are
+// leases, so several instances never attempt the same delivery at once and one that dies
+// mid-attempt leaves it to another when the lease ends. On stop it claims nothing more,
+// waits for attempts in flight, and gives back unattempted those it cannot finish in time.
+import type { Database } from '../../db/client.ts'
+import { claimDeliveries, recordFailure, recordSuccess, releaseDelivery, type ClaimedDelivery } from '../../db/webhooks.ts'
+import { eventIdOf } from '../../lib/event-id.ts'
+import { signatureHeader } from '../../lib/webhook-signature.ts'
+import { attemptDelivery, type AttemptResult } from './attempt.ts'
+import type { WebhookUrlPolicy } from './url-policy.ts'
+
+export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'released'
+
+export interface WorkerOptions {
+  policy: WebhookUrlPolicy
+  pollMs: number
+  concurrency: number
+  leaseMs: number
+  timeoutMs: number
+  maxResponseBytes: number
+  /** The wait before each retry, ms; after the last the delivery has failed. */
+  retryMs: readonly number[]
+  /** Each wait is moved by up to this fraction either way, so retries of many deliveries spread out. */
+  jitter: number
+  disableAfterMs: number
+  onOutcome?: (outcome: AttemptOutcome) => void
+  onError?: (err: unknown, what: string) => void
+}
+
+/** The body of a delivery: the same on every attempt, so the receiver can deduplicate on webhook-id. */
+export function deliveryBody (claim: Pick<ClaimedDelivery, 'position' | 'type' | 'resourceId' | 'data' | 'occurredAt'>): string {
+  return JSON.stringify({
+    type: claim.type,
+    timestamp: claim.occurredAt.toISOString(),
+    data: { id: eventIdOf(claim.position), resourceId: claim.resourceId, ...claim.data }
+  })
+}
+
+export function disabledReasonFor (disableAfterMs: number): string {
+  const hours = disableAfterMs / 3_600_000
+  const span = hours >= 24 && Number.isInteger(hours / 24) ? `${hours / 24} days` : hours >= 1 ? `${+hours.toFixed(1)} hours` : `${Math.round(disableAfterMs / 1000)} seconds`
+  return `Disabled automatically: no delivery succeeded for ${span} while deliveries failed`
+}
+
+interface InFlight { claim: ClaimedDelivery, abort: AbortController, done: Promise<void> }
+
+export class WebhookWorker {
+  readonly #database: Database
+  readonly #options: WorkerOptions
+  readonly #inFlight = new Map<string, InFlight>()
+  #timer: NodeJS.Timeout | undefined
+  #polling: Promise<number> | null = null
+  #stopping = false
+
+  constructor (database: Database, options: WorkerOptions) {
+    this.#database = database
+    this.#options = options
+  }
+
+  get inFlight (): number {
+    return this.#inFlight.size
+  }
+
+  start (): void {
+    this.#timer = setInterval(() => { this.poll().catch((err: unknown) => this.#options.onError?.(err, 'claiming deliveries')) }, this.#options.pollMs).unref()
+  }
+
+  /** Claims what is due and starts attempting it; resolves once claimed (not once attempted). */
+  poll (): Promise<number> {
+    if (this.#polling !== null || this.#stopping) return Promise.resolve(0)
+    const polling = this.#claim().finally(() => { this.#polling = null })
+    this.#polling = polling
+    return polling
+  }
+
+  async #claim (): Promise<number> {
+    const room = this.#options.concurrency - this.#inFlight.size
+    if (room <= 0) return 0
+    const claims = await claimDeliveries(this.#database.db, room, this.#options.leaseMs)
+    for (const claim of claims) this.#launch(claim)
+    return claims.length
+  }
+
+  #launch (claim: ClaimedDelivery): void {
+    const abort = new AbortController()
+    const done = this.#attempt(claim, abort.signal)
+      .catch((err: unknown) => this.#options.onError?.(err, `delivering ${eventIdOf(claim.position)}`))
+      .finally(() => this.#inFlight.delete(claim.id))
+    this.#inFlight.set(claim.id, { claim, abort, done })
+  }
+
+  async #attempt (claim: ClaimedDelivery, signal: AbortSignal): Promise<void> {
+    const id = eventIdOf(claim.position)
+    const body = deliveryBody(claim)
+    const at = new Date()
+    const timestamp = Math.floor(at.getTime() / 1000)
+    const result = await attemptDelivery({
+      url: claim.url,
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signatureHeader(claim.secrets, id, timestamp, body)
+      }
+    }, { policy: this.#options.policy, timeoutMs: this.#options.timeoutMs, maxResponseBytes: this.#options.maxResponseBytes, signal })
+    if (signal.aborted) {
+      // Cut short by the shutdown: not an attempt the receiver should be blamed for.
+      await releaseDelivery(this.#database.db, claim)
+      this.#options.onOutcome?.('released')
+      return
+    }
+    await this.#record(claim, result, at)
+  }
+
+  /**
+   * Records the outcome, retrying while the database is unreachable and the lease holds:
+   * past the lease another instance attempts the delivery again (at least once).
+   */
+  async #record (claim: ClaimedDelivery, result: AttemptResult, at: Date): Promise<void> {
+    const deadline = at.getTime() + this.#options.leaseMs
+    for (let wait = 100; ; wait = Math.min(wait * 2, 2000)) {
+      try {
+        const outcome = await this.#write(claim, result, at)
+        this.#options.onOutcome?.(outcome)
+        return
+      } catch (err) {
+        if (this.#stopping || Date.now() + wait > deadline) throw err
+        await new Promise((resolve) => setTimeout(resolve, wait))
+      }
+    }
+  }
+
+  async #write (claim: ClaimedDelivery, result: AttemptResult, at: Date): Promise<AttemptOutcome> {
+    if (result.ok) {
+      await recordSuccess(this.#database.db, claim, { status: result.status!, at })
+      return 'succeeded'
+    }
+    const delay = this.#options.retryMs[claim.attempts]
+    const nextAttemptAt = delay === undefined ? null : new Date(Date.now() + this.#jittered(delay))
+    await recordFailure(this.#database.db, claim, {
+      status: result.status,
+      at,
+      nextAttemptAt,
+      disableAfterMs: this.#options.disableAfterMs,
+      reason: disabledReasonFor(this.#options.disableAfterMs)
+    })
+    return nextAttemptAt === null ? 'failed' : 'retrying'
+  }
+
+  #jittered (ms: number): number {
+    return Math.round(ms * (1 + this.#options.jitter * (2 * Math.random() - 1)))
+  }
+
+  /**
+   * Stops claiming and waits up to `waitMs` for the attempts in flight; those still running
+   * then are aborted and given back (their lease cleared, the attempt not counted).
+   */
+  async stop (waitMs: number): Promise<void> {
+    this.#stopping = true
+    clearInterval(this.#timer)
+    // A claim under way still launches what it claimed: those are waited for like the rest.
+    await this.#polling?.catch(() => {})
+    const all = () => Promise.allSettled([...this.#inFlight.values()].map((f) => f.done))
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([all(), new Promise((resolve) => { timer = setTimeout(resolve, waitMs) })])
+    clearTimeout(timer)
+    for (const flight of this.#inFlight.values()) flight.abort.abort()
+    await all()
+  }
+}
