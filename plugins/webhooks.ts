@@ -37,5 +37,11 @@ export default fp<{ resolve?: Resolver }>(async function webhooksPlugin (app, op
   })
   app.decorate('webhooks', { policy, worker })
   app.addHook('onReady', async () => worker.start())
-  app.addHook('onClose', async () => worker.stop(Math.max(0, config.SHUTDOWN_TIMEOUT - RELEASE_MARGIN_MS)))
+  // Stopping begins before the server drains its connections, so the wait for attempts in
+  // flight runs beside that drain, within the same shutdown timeout; the database is still
+  // open until the app has closed.
+  let stopping: Promise<void> | undefined
+  const stop = () => (stopping ??= worker.stop(Math.max(0, config.SHUTDOWN_TIMEOUT - RELEASE_MARGIN_MS)))
+  app.addHook('preClose', async () => { stop().catch(() => {}) })
+  app.addHook('onClose', async () => stop())
 }, { name: 'webhooks', dependencies: ['store', 'metrics'] })

@@ -26,6 +26,8 @@ export interface AttemptResult {
   status: number | null
   /** Why it failed, for the log. */
   error?: string
+  /** Cut short by the signal before any outcome: not an attempt to count. */
+  aborted?: boolean
 }
 
 export function attemptDelivery (input: AttemptInput, options: AttemptOptions): Promise<AttemptResult> {
@@ -52,7 +54,7 @@ export function attemptDelivery (input: AttemptInput, options: AttemptOptions): 
     // The status counts once it came in time, however slowly the body follows.
     let answered: AttemptResult | null = null
     const timer = setTimeout(() => finish(answered ?? { ok: false, status: null, error: `no answer within ${options.timeoutMs} ms` }), options.timeoutMs)
-    const onAbort = () => finish({ ok: false, status: null, error: 'aborted' })
+    const onAbort = () => finish({ ok: false, status: null, error: 'aborted', aborted: true })
     options.signal?.addEventListener('abort', onAbort)
     req.on('socket', (socket: Socket) => {
       socket.once('connect', () => {

@@ -105,7 +105,8 @@ export class WebhookWorker {
         'webhook-signature': signatureHeader(claim.secrets, id, timestamp, body)
       }
     }, { policy: this.#options.policy, timeoutMs: this.#options.timeoutMs, maxResponseBytes: this.#options.maxResponseBytes, signal })
-    if (signal.aborted) {
+    // Only an attempt the abort itself ended is given back: one that finished first is recorded.
+    if (result.aborted === true) {
       // Cut short by the shutdown: not an attempt the receiver should be blamed for.
       await releaseDelivery(this.#database.db, claim)
       this.#options.onOutcome?.('released')

@@ -111,6 +111,25 @@ t.test('two instances on one database: each event is delivered exactly once when
   t.match(served, /storefront_webhook_oldest_due_seconds 0/, 'nothing is waiting')
 })
 
+t.test('deleting an endpoint while its deliveries are being recorded never fails', async (t: T) => {
+  const app = await buildTestApp(t, { env: { ...ENV, WEBHOOK_CONCURRENCY: '32' } })
+  await app.ready()
+  const { key } = await makeKey(app, everyScope)
+  const receiver = await startReceiver(t)
+  const answers: number[] = []
+  for (let round = 0; round < 12; round++) {
+    const endpoint = await createEndpoint(app, key, receiver.url)
+    const before = receiver.received.length
+    await writeEvents(app.database, 30)
+    await until('deliveries under way', () => receiver.received.length >= before + 3 ? true : undefined)
+    const res = await app.inject({ method: 'DELETE', url: `/external/v1/webhooks/${endpoint.id}`, headers: authHeaders(key) })
+    answers.push(res.statusCode)
+    const [left] = await execute<{ count: number }>(app.database.db, sql`select count(*)::int as count from webhook_deliveries where endpoint_id = ${endpoint.id}::uuid`)
+    t.equal(left!.count, 0, `round ${round + 1}: its deliveries are gone`)
+  }
+  t.same(answers.filter((status) => status !== 204), [], 'every delete answered 204')
+})
+
 t.test('closing waits for an attempt in flight and records it', async (t: T) => {
   const app = await buildTestApp(t, { env: { ...ENV, SHUTDOWN_TIMEOUT: '10000' } })
   await app.ready()
