@@ -14,8 +14,11 @@ const LEAD_MS = 2500
 // Two instances on one database (a real PostgreSQL database when TEST_DATABASE_URL is set):
 // `writer` imports, `reader` serves the reads and learns of changes only by polling.
 const { database } = await createTestDatabase(t)
-const writer = await buildTestApp(t, { database, env: { STATE_POLL_MS: String(POLL_MS) } })
-const reader = await buildTestApp(t, { database, env: { STATE_POLL_MS: String(POLL_MS) } })
+// What is cached here is dropped by the catalogue version alone: a poll that runs late on a
+// loaded machine must not make the reader read through (READ_SETTLE_MS, freshness.test.ts).
+const env = { STATE_POLL_MS: String(POLL_MS), READ_SETTLE_MS: '60000' }
+const writer = await buildTestApp(t, { database, env })
+const reader = await buildTestApp(t, { database, env })
 // Ready, as a serving instance is: their background jobs publish the imports' events (which
 // moves the catalogue version) from the start, not at their first request.
 await Promise.all([writer.ready(), reader.ready()])
