@@ -101,6 +101,8 @@ const percentile = (sorted: number[], p: number) => sorted.length === 0 ? NaN : 
 function tally (expected: Map<number, Expected>, logs: ReceiverLog[]) {
   const latencies: number[] = []
   const fromPublished: number[] = []
+  /** published_at − occurred_at of each event: its transaction's own time, then the wait for the publisher. */
+  const publishLag = [...expected.values()].flatMap((e) => (e.published === undefined ? [] : [e.published - e.occurred])).sort((a, b) => a - b)
   let duplicates = 0
   let undelivered = 0
   let unexpected = 0
@@ -130,7 +132,7 @@ function tally (expected: Map<number, Expected>, logs: ReceiverLog[]) {
   }
   latencies.sort((a, b) => a - b)
   fromPublished.sort((a, b) => a - b)
-  return { latencies, fromPublished, duplicates, undelivered, unexpected, malformed, first, last }
+  return { latencies, fromPublished, publishLag, duplicates, undelivered, unexpected, malformed, first, last }
 }
 
 /**
@@ -188,7 +190,15 @@ export async function setUpWebhooks (options: WebhookBenchOptions): Promise<() =
       latencyP50Ms: percentile(t.latencies, 0.5),
       latencyP99Ms: percentile(t.latencies, 0.99),
       latencyMaxMs: t.latencies.at(-1) ?? NaN,
-      ...(t.fromPublished.length ? { publishedP50Ms: percentile(t.fromPublished, 0.5), publishedP99Ms: percentile(t.fromPublished, 0.99) } : {}),
+      latencyMinMs: t.latencies[0] ?? NaN,
+      ...(t.fromPublished.length
+        ? {
+            publishedP50Ms: percentile(t.fromPublished, 0.5),
+            publishedP99Ms: percentile(t.fromPublished, 0.99),
+            publishLagP50Ms: percentile(t.publishLag, 0.5),
+            publishLagP99Ms: percentile(t.publishLag, 0.99)
+          }
+        : {}),
       /** Deliveries a second from the first receipt to the last: the worker's pace while it had work. */
       deliveriesPerSecond: delivered > 1 && t.last > t.first ? (delivered - 1) / ((t.last - t.first) / 1000) : NaN,
       waitSeconds: waitedMs / 1000,
