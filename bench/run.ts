@@ -437,7 +437,7 @@ function extraNotes (name: string, f: Figures): string {
         `${num(x.duplicates!)} duplicates${x.unexpected ? `, ${num(x.unexpected)} unexpected` : ''}; event to delivery${x.undelivered ? ' (of those delivered)' : ''} ` +
         `min ${at(x.latencyMinMs)} / p50 ${at(x.latencyP50Ms)} / p99 ${at(x.latencyP99Ms)} / max ${at(x.latencyMaxMs)} ms` +
         `${x.publishedP99Ms === undefined ? '' : ` (from publication p50 ${at(x.publishedP50Ms)} / p99 ${at(x.publishedP99Ms)} ms; occurred to published p50 ${at(x.publishLagP50Ms)} / p99 ${at(x.publishLagP99Ms)} ms)`}; ` +
-        `${x.deliveriesPerSecond === undefined ? '' : `${num(x.deliveriesPerSecond)} deliveries/s, `}all in ${num(x.waitSeconds!, 1)} s after the load` +
+        `${x.deliveriesPerSecond === undefined ? '' : `${num(x.deliveriesPerSecond)} deliveries/s, `}${x.undelivered ? 'gave up' : 'all in'} ${num(x.waitSeconds!, 1)} s after the load` +
         `${x.drainAppCpuMsPerDelivery === undefined ? '' : `, app CPU ${num(x.drainAppCpuMsPerDelivery, 2)} ms per delivery then (${num(x.drained!)} deliveries)`}`
     }
     default:
