@@ -228,6 +228,14 @@ export async function claimDeliveries (db: Tx, limit: number, leaseMs: number): 
 
 const held = (claim: ClaimedDelivery) => sql`id = ${claim.id}::bigint and lease_until = ${claim.lease}::timestamptz`
 
+/**
+ * How stale an endpoint's last_success_at may get before a success writes it again. Only
+ * failing_since decides the auto-disable, and a success clears it whenever it is set, so
+ * the rule stays exact; skipping the write otherwise keeps concurrent successes to one
+ * endpoint from queueing on its row lock.
+ */
+export const LAST_SUCCESS_REFRESH_SECONDS = 60
+
 /** A 2xx: the delivery succeeded, and its endpoint is no longer failing. False when the lease was lost. */
 export async function recordSuccess (db: Tx, claim: ClaimedDelivery, outcome: { status: number, at: Date }): Promise<boolean> {
   const rows = await execute<{ id: string }>(db, sql`
@@ -237,6 +245,7 @@ export async function recordSuccess (db: Tx, claim: ClaimedDelivery, outcome: { 
       where ${held(claim)} returning endpoint_id
     ), endpoint as (
       update webhook_endpoints set last_success_at = now(), failing_since = null where id = (select endpoint_id from done)
+        and (failing_since is not null or last_success_at is null or last_success_at < now() - make_interval(secs => ${LAST_SUCCESS_REFRESH_SECONDS}))
     )
     select endpoint_id::text as id from done`)
   return rows.length > 0

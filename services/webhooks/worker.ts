@@ -1,5 +1,7 @@
-// Each instance's delivery worker: every poll it claims the deliveries that are due (up to
-// its concurrency), attempts them without waiting, and records each outcome. Claims are
+// Each instance's delivery worker: it claims the deliveries that are due (up to its
+// concurrency), attempts them without waiting, and records each outcome. It claims again at
+// once whenever an attempt ends or a claim came back full, one claim at a time; the timer
+// only polls while idle, so a busy instance keeps pace with its receivers. Claims are
 // leases, so several instances never attempt the same delivery at once and one that dies
 // mid-attempt leaves it to another when the lease ends. On stop it claims nothing more,
 // waits for attempts in flight, and gives back unattempted those it cannot finish in time.
@@ -51,6 +53,8 @@ export class WebhookWorker {
   readonly #inFlight = new Map<string, InFlight>()
   #timer: NodeJS.Timeout | undefined
   #polling: Promise<number> | null = null
+  /** Set when something asked for a claim while one was under way: claim again after it. */
+  #again = false
   #stopping = false
 
   constructor (database: Database, options: WorkerOptions) {
@@ -63,7 +67,7 @@ export class WebhookWorker {
   }
 
   start (): void {
-    this.#timer = setInterval(() => { this.poll().catch((err: unknown) => this.#options.onError?.(err, 'claiming deliveries')) }, this.#options.pollMs).unref()
+    this.#timer = setInterval(() => { this.#pump() }, this.#options.pollMs).unref()
   }
 
   /** Claims what is due and starts attempting it; resolves once claimed (not once attempted). */
@@ -72,6 +76,25 @@ export class WebhookWorker {
     const polling = this.#claim().finally(() => { this.#polling = null })
     this.#polling = polling
     return polling
+  }
+
+  /**
+   * Claims again at once, coalesced: while a claim is under way it only asks for another
+   * after it. Keeps claiming while claims come back full (more may be due) and there is room;
+   * a claim that fails waits for the timer, so an outage is not polled in a tight loop.
+   */
+  #pump (): void {
+    if (this.#stopping) return
+    if (this.#polling !== null) {
+      this.#again = true
+      return
+    }
+    this.#again = false
+    const room = this.#options.concurrency - this.#inFlight.size
+    if (room <= 0) return
+    this.poll().then((claimed) => {
+      if (this.#again || (claimed >= room && claimed > 0)) this.#pump()
+    }, (err: unknown) => this.#options.onError?.(err, 'claiming deliveries'))
   }
 
   async #claim (): Promise<number> {
@@ -86,7 +109,10 @@ export class WebhookWorker {
     const abort = new AbortController()
     const done = this.#attempt(claim, abort.signal)
       .catch((err: unknown) => this.#options.onError?.(err, `delivering ${eventIdOf(claim.position)}`))
-      .finally(() => this.#inFlight.delete(claim.id))
+      .finally(() => {
+        this.#inFlight.delete(claim.id)
+        this.#pump()
+      })
     this.#inFlight.set(claim.id, { claim, abort, done })
   }
 

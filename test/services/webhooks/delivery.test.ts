@@ -436,7 +436,8 @@ t.test('deleting an endpoint deletes its deliveries', async (t) => {
 
 t.test('metrics: attempts by outcome, and the age of the oldest due delivery', async (t) => {
   // The worker does not poll by itself here: the test says when it claims.
-  const app = await testApp(t, { WEBHOOK_POLL_MS: '3600000', WEBHOOK_RETRY_SCHEDULE: '0' })
+  // The retry is due only a little later: the claim made as the first attempt ends finds nothing.
+  const app = await testApp(t, { WEBHOOK_POLL_MS: '3600000', WEBHOOK_RETRY_SCHEDULE: '0.5' })
   const { key } = await makeKey(app, everyScope)
   const receiver = await startReceiver(t)
   receiver.respond((_req, res) => { res.writeHead(500).end() })
@@ -462,4 +463,25 @@ t.test('metrics: attempts by outcome, and the age of the oldest due delivery', a
   await app.webhooks.worker.poll()
   await until('the redelivery', async () => (await client.deliveries(endpoint.id)).items[0]?.status === 'succeeded' ? true : undefined)
   t.equal(await metric(/^storefront_webhook_attempts_total\{outcome="succeeded"\} (\d+)$/m), 1, 'a success')
+})
+
+t.test('a burst is delivered at the receivers\' pace, not one claim per poll: the worker claims again as attempts end', async (t) => {
+  // The timer never fires here; one claim starts it, and 4 at a time must carry all 40.
+  const app = await testApp(t, { WEBHOOK_POLL_MS: '3600000', WEBHOOK_CONCURRENCY: '4' })
+  const { key } = await makeKey(app, everyScope)
+  const receiver = await startReceiver(t)
+  const client = api(app, key)
+  const endpoint = await client.create({ url: receiver.url, events: ['product.*'] })
+  const N = 40
+  for (let i = 0; i < N; i++) await productEvent(app)
+  await until('the deliveries to be queued', async () => (await client.deliveries(endpoint.id)).total === N ? true : undefined)
+  const started = Date.now()
+  await app.webhooks.worker.poll()
+  await receiver.waitFor(N, 10_000)
+  t.ok(Date.now() - started < 10_000, `all ${N} delivered after one claim, in ${Date.now() - started} ms`)
+  await until('every outcome recorded', async () => {
+    const [row] = await execute<{ count: number }>(app.database.db, sql`select count(*)::int as count from webhook_deliveries where endpoint_id = ${endpoint.id}::uuid and status = 'succeeded'`)
+    return row!.count === N ? true : undefined
+  })
+  t.equal(new Set(receiver.received.map((r) => r.id)).size, N, 'each once')
 })
