@@ -6,7 +6,7 @@
 // mid-attempt leaves it to another when the lease ends. On stop it claims nothing more,
 // waits for attempts in flight, and gives back unattempted those it cannot finish in time.
 import type { Database } from '../../db/client.ts'
-import { claimDeliveries, recordFailure, recordSuccess, releaseDelivery, type ClaimedDelivery } from '../../db/webhooks.ts'
+import { claimDeliveries, recordFailure, recordSuccesses, releaseDelivery, type ClaimedDelivery, type SuccessOutcome } from '../../db/webhooks.ts'
 import { eventIdOf } from '../../lib/event-id.ts'
 import { signatureHeader } from '../../lib/webhook-signature.ts'
 import { attemptDelivery, type AttemptResult } from './attempt.ts'
@@ -47,6 +47,11 @@ export function disabledReasonFor (disableAfterMs: number): string {
 
 interface InFlight { claim: ClaimedDelivery, abort: AbortController, done: Promise<void> }
 
+/** How long a success waits for others to be recorded with it in one statement. */
+export const RECORD_BATCH_MS = 5
+
+interface Waiting { outcome: SuccessOutcome, resolve: (recorded: boolean) => void, reject: (err: unknown) => void }
+
 export class WebhookWorker {
   readonly #database: Database
   readonly #options: WorkerOptions
@@ -56,6 +61,9 @@ export class WebhookWorker {
   /** Set when something asked for a claim while one was under way: claim again after it. */
   #again = false
   #stopping = false
+  /** Successes buffered for the next batch, written RECORD_BATCH_MS after the first. */
+  #successes: Waiting[] = []
+  #flushTimer: NodeJS.Timeout | undefined
 
   constructor (database: Database, options: WorkerOptions) {
     this.#database = database
@@ -160,7 +168,8 @@ export class WebhookWorker {
 
   async #write (claim: ClaimedDelivery, result: AttemptResult, at: Date): Promise<AttemptOutcome> {
     if (result.ok) {
-      await recordSuccess(this.#database.db, claim, { status: result.status!, at })
+      // Not recorded when the lease was lost: the new holder attempts it again (at least once).
+      await this.#recordSuccess({ claim, status: result.status!, at })
       return 'succeeded'
     }
     const delay = this.#options.retryMs[claim.attempts]
@@ -173,6 +182,28 @@ export class WebhookWorker {
       reason: disabledReasonFor(this.#options.disableAfterMs)
     })
     return nextAttemptAt === null ? 'failed' : 'retrying'
+  }
+
+  /**
+   * Buffers a success for the next batch: one statement records the successes of the few ms.
+   * Settles once written (or failed, so the caller retries it like any write); stop flushes
+   * by itself, as every in-flight attempt waits for its batch.
+   */
+  #recordSuccess (outcome: SuccessOutcome): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.#successes.push({ outcome, resolve, reject })
+      if (this.#flushTimer === undefined) this.#flushTimer = setTimeout(() => { this.#flush() }, RECORD_BATCH_MS)
+    })
+  }
+
+  #flush (): void {
+    const batch = this.#successes
+    this.#successes = []
+    this.#flushTimer = undefined
+    recordSuccesses(this.#database.db, batch.map((w) => w.outcome)).then(
+      (recorded) => { for (const w of batch) w.resolve(recorded.has(w.outcome.claim.id)) },
+      (err: unknown) => { for (const w of batch) w.reject(err) }
+    )
   }
 
   #jittered (ms: number): number {
