@@ -230,3 +230,42 @@ export function backendCpuByPhase (sample: () => Promise<number[]>, phaseOf: () 
     }
   }
 }
+
+/** Messages of the webhook receivers' process (bench/receivers.ts). */
+export type ToReceivers = { type: 'counts' | 'report' | 'stop' }
+/** One receiver's deliveries in arrival order: the event's feed position (webhook-id evt_<n>) and when it came, ms since the epoch. */
+export interface ReceiverLog { positions: number[], times: number[], malformed: number }
+export type FromReceivers = { type: 'ready', ports: number[] } | { type: 'counts', counts: number[] } | { type: 'report', received: ReceiverLog[] }
+
+export interface Receivers {
+  child: ChildProcess
+  ports: number[]
+  /** Deliveries each receiver has had so far. */
+  counts: () => Promise<number[]>
+  /** Every delivery each receiver has had. */
+  report: () => Promise<ReceiverLog[]>
+  stop: () => Promise<void>
+}
+
+/** `count` webhook receivers on as many ports, in one child process (bench/receivers.ts). */
+export async function startReceivers (runtime: Runtime, count: number): Promise<Receivers> {
+  const child = start({ ...(runtime.compiledDir ? { compiledDir: runtime.compiledDir } : {}) }, 'receivers', [String(count)])
+  try {
+    const ready = await nextMessage<FromReceivers>(child, (m) => m.type === 'ready') as Extract<FromReceivers, { type: 'ready' }>
+    const ask = async <T extends FromReceivers['type']>(type: T & ToReceivers['type']) => {
+      const answer = nextMessage<FromReceivers>(child, (m) => m.type === type)
+      child.send({ type } satisfies ToReceivers)
+      return await answer as Extract<FromReceivers, { type: T }>
+    }
+    return {
+      child,
+      ports: ready.ports,
+      counts: async () => (await ask('counts')).counts,
+      report: async () => (await ask('report')).received,
+      stop: stopper(child)
+    }
+  } catch (err) {
+    child.kill('SIGKILL')
+    throw err
+  }
+}

@@ -27,7 +27,7 @@
 //   catalogue:    bare-product, product, bare-list, list, list-filtered, search, crawl-cursor
 //   order-reads:  bare-orders, orders-page-1, orders-deep, orders-number, orders-name
 //   feed:         feed-read, feed-read-500, feed-sequential (`changes` names the group too)
-//   order-create: order-create-raw-nofeed, order-create-raw, order-create
+//   order-create: order-create-raw-nofeed, order-create-raw, order-create, order-create-webhooks
 //   orders:       order-reads and order-create
 // crawl-cursor and feed-sequential are fixed pieces of work (the whole product list by
 // cursor, the whole feed from its start, one request at a time on one connection): they run
@@ -35,6 +35,11 @@
 // --events N published events (200,000; --quick 20,000) written before the app starts
 // (bench/feed.ts). order-create-raw is the app's transaction with its change_events INSERT,
 // order-create-raw-nofeed the same without it: their ratio is what the events cost.
+// order-create-webhooks is order-create's load with 3 webhook endpoints subscribed to every
+// event, each a local receiver (bench/receivers.ts, one child process); after the load the
+// bench waits (up to a minute) for every event published meanwhile to reach every receiver,
+// reports the latency from each event's change to its receipt (bench/webhooks.ts), and
+// deletes the endpoints. Its ratio is to order-create: what delivering webhooks costs orders.
 //
 // Other options: --raw auto|pgbench|node (the raw-SQL driver), --pool N (the app's
 // PostgreSQL pool size instead of its default, to see what the pool bounds), --profile DIR
@@ -70,6 +75,7 @@ import {
 } from './scenarios.ts'
 import { seedFeed, type SeededFeed } from './feed.ts'
 import { seedStore } from './seed.ts'
+import { setUpWebhooks } from './webhooks.ts'
 import { CRAWL_ENDS, crawlByCursor, readFeedFromStart } from './sequential.ts'
 
 const { values: args } = parseArgs({
@@ -133,9 +139,16 @@ const AIMS = {
   /** …and its last pages no slower than this many times its first (medians of CRAWL_ENDS pages). */
   crawlLastToFirst: 2,
   /** order-create-raw ÷ order-create-raw-nofeed: the events cost at most 10% of order throughput. */
-  eventCostRatio: 0.9
+  eventCostRatio: 0.9,
+  /** order-create-webhooks ÷ order-create: 3 subscribed endpoints cost at most 10% of order throughput… */
+  webhookRatio: 0.9,
+  /** …and every event reaches every endpoint, 99% of the deliveries within this long of the change. */
+  webhookP99Ms: 1000
 }
 const P99_AIMED = ['list-filtered', 'search', 'orders-page-1', 'orders-deep', 'orders-number', 'orders-name']
+/** order-create-webhooks: its endpoints (each a receiver), and the longest wait for their deliveries once the load is worked off. */
+const WEBHOOK_RECEIVERS = 3
+const WEBHOOK_WAIT_LIMIT_MS = 60_000
 
 /** How many of the app's products the bare server holds and draws from. */
 const BARE_PRODUCTS = 500
@@ -366,6 +379,21 @@ function judgeAims (results: Record<string, Figures>, peakRssMb: number): AimRes
       met: raw.ratio >= AIMS.eventCostRatio
     })
   }
+  const hooks = results['order-create-webhooks']
+  if (hooks?.ratio !== undefined) {
+    aims.push({ scenario: 'order-create-webhooks', aim: `≥ ${AIMS.webhookRatio} of order-create (${WEBHOOK_RECEIVERS} endpoints subscribed)`, value: hooks.ratio.toFixed(2), met: hooks.ratio >= AIMS.webhookRatio })
+  }
+  const hooked = hooks?.extra
+  if (hooked?.expected !== undefined) {
+    const complete = hooked.undelivered === 0
+    aims.push({
+      scenario: 'order-create-webhooks',
+      aim: `every event to all ${WEBHOOK_RECEIVERS} receivers, event-to-delivery p99 < ${num(AIMS.webhookP99Ms)} ms`,
+      value: `${complete ? 'all' : `${num(hooked.undelivered!)} of ${num(hooked.expected)} undelivered after ${num(WEBHOOK_WAIT_LIMIT_MS / 1000)} s`}, ` +
+        `p99 ${hooked.latencyP99Ms === undefined ? '-' : num(hooked.latencyP99Ms)} ms${complete ? '' : ' of those delivered'}`,
+      met: complete && hooked.latencyP99Ms !== undefined && hooked.latencyP99Ms < AIMS.webhookP99Ms
+    })
+  }
   const crawl = results['crawl-cursor']?.extra
   if (crawl) {
     const complete = crawl.missing === 0 && crawl.duplicates === 0
@@ -402,6 +430,16 @@ function extraNotes (name: string, f: Figures): string {
       return x.eventDbCpuMs === undefined ? '' : `the events: ${x.eventDbCpuMs >= 0 ? '+' : ''}${num(x.eventDbCpuMs, 2)} ms of db CPU per order`
     case 'order-create':
       return x.ratioToNoFeed === undefined ? '' : `${x.ratioToNoFeed.toFixed(2)} of order-create-raw-nofeed`
+    case 'order-create-webhooks': {
+      if (x.expected === undefined) return ''
+      const at = (v: number | undefined) => (v === undefined ? '-' : ms(v))
+      return `${num(x.delivered!)} of ${num(x.expected)} deliveries (${num(x.events!)} events × ${num(x.receivers!)})${x.undelivered ? `, ${num(x.undelivered)} UNDELIVERED` : ''}, ` +
+        `${num(x.duplicates!)} duplicates${x.unexpected ? `, ${num(x.unexpected)} unexpected` : ''}; event to delivery${x.undelivered ? ' (of those delivered)' : ''} ` +
+        `min ${at(x.latencyMinMs)} / p50 ${at(x.latencyP50Ms)} / p99 ${at(x.latencyP99Ms)} / max ${at(x.latencyMaxMs)} ms` +
+        `${x.publishedP99Ms === undefined ? '' : ` (from publication p50 ${at(x.publishedP50Ms)} / p99 ${at(x.publishedP99Ms)} ms; occurred to published p50 ${at(x.publishLagP50Ms)} / p99 ${at(x.publishLagP99Ms)} ms)`}; ` +
+        `${x.deliveriesPerSecond === undefined ? '' : `${num(x.deliveriesPerSecond)} deliveries/s, `}${x.undelivered ? 'gave up' : 'all in'} ${num(x.waitSeconds!, 1)} s after the load` +
+        `${x.drainAppCpuMsPerDelivery === undefined ? '' : `, app CPU ${num(x.drainAppCpuMsPerDelivery, 2)} ms per delivery then (${num(x.drained!)} deliveries)`}`
+    }
     default:
       return ''
   }
@@ -412,6 +450,7 @@ function printTable (title: string, scenarios: Scenario[], results: Record<strin
   log(title)
   const aims = judgeAims(results, peakRssMb)
   const aimOf = (name: string) => aims.find((a) => a.scenario === name)
+  const aimsOf = (name: string) => aims.filter((a) => a.scenario === name).map((a) => `${a.aim}: ${a.met ? 'met' : 'MISSED'}`).join('; ')
   const cell = (value: number | undefined, digits: number) => (value === undefined ? '-' : num(value, digits))
   const header = `${'scenario'.padEnd(NAME_WIDTH)} ${'ok/s'.padStart(8)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'cpu ms/req: app + db = all'.padStart(27)}  ${'ratio to ceiling'.padEnd(30)} aim`
   log(header)
@@ -422,9 +461,8 @@ function printTable (title: string, scenarios: Scenario[], results: Record<strin
     const all = f.appCpuMs === undefined && f.dbCpuMs === undefined ? undefined : (f.appCpuMs ?? 0) + (f.dbCpuMs ?? 0)
     const cpu = `${cell(f.appCpuMs, 2).padStart(6)} + ${cell(f.dbCpuMs, 2).padStart(6)} = ${cell(all, 2).padStart(6)}`
     const ratio = f.ratio === undefined ? '' : `${f.ratio.toFixed(2)} of ${s.baseline}${f.p99Ratio === undefined || s.name !== 'list' ? '' : ` (p99 ${f.p99Ratio.toFixed(1)}×)`}`
-    const aim = aimOf(s.name)
     const notes = [
-      aim ? `${aim.aim}: ${aim.met ? 'met' : 'MISSED'}` : '',
+      aimsOf(s.name),
       extraNotes(s.name, f),
       f.cacheHitRatio !== undefined ? `read-cache hits ${num(f.cacheHitRatio * 100, 1)}%` : s.cacheHits ? 'read-cache hits n/a' : '',
       f.non2xx + f.errors > 0 ? `${num(f.non2xx)} non-2xx, ${num(f.errors)} errors` : ''
@@ -662,7 +700,23 @@ async function main () {
               runPair: (durationSeconds) => runRawNodePair({ url: pg.url, lines: orderLines, apiKeyId: benchKeyId, connections, durationSeconds, seed: settings.seed + run })
             }
       }
-      orderCreate = orderCreateScenarios({ body: orderBody, lines: orderLines.length, trackedLines: orderLines.filter((l) => l.tracked).length, ...(raw ? { raw } : {}) })
+      const webhooks = selected.has('order-create-webhooks')
+        ? {
+            receivers: WEBHOOK_RECEIVERS,
+            setUp: () => setUpWebhooks({
+              runtime,
+              baseUrl: app.server.baseUrl,
+              key: app.key,
+              appPid,
+              ...(pg ? { keyId: benchKeyId } : {}),
+              monitor,
+              receivers: WEBHOOK_RECEIVERS,
+              waitLimitMs: WEBHOOK_WAIT_LIMIT_MS,
+              onCleanup: (fn) => { cleanups.push(fn) }
+            })
+          }
+        : undefined
+      orderCreate = orderCreateScenarios({ body: orderBody, lines: orderLines.length, trackedLines: orderLines.filter((l) => l.tracked).length, ...(raw ? { raw } : {}), ...(webhooks ? { webhooks } : {}) })
     }
     scenarios = [...catalogue, ...orderReads, ...feedReads, ...orderCreate].filter((s) => selected.has(s.name))
     if (run === 1) for (const s of scenarios) log(`  ${s.name.padEnd(NAME_WIDTH)} ${s.description}`)
@@ -886,6 +940,7 @@ async function runScenarios (input: {
     // The counters of the scenario before must be read before this one adds to them.
     if (touchesDatabase) await countHits()
     input.appRss()
+    const tearDown = await scenario.setUp?.()
     if (settings.warmupSeconds > 0 && !scenario.fixed) {
       await load(settings.warmupSeconds)
       if (scenario.server === 'app') await settle(app, appQueries)
@@ -912,6 +967,7 @@ async function runScenarios (input: {
     if (dbCpu) figures.dbCpuMs = (await dbCpu.stop()) / ok
     results[scenario.name] = figures
     const waited = scenario.server === 'app' ? await settle(app, appQueries) : 0
+    if (tearDown) figures.extra = { ...figures.extra, ...(await tearDown()) }
     if (scenario.oneConnection && server && scenario.next) {
       // The same requests one at a time: a request's own latency, without the queueing of the run above.
       const one = await runLoad({ baseUrl: server.baseUrl, next: scenario.next, headers, durationSeconds: ONE_CONNECTION_SECONDS, connections: 1 })

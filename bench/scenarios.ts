@@ -35,6 +35,11 @@ export interface Scenario {
   next?: () => RequestSpec
   /** A run of the given length (raw scenarios), or the fixed work (fixed scenarios). */
   run?: (durationSeconds: number) => Promise<LoadResult>
+  /**
+   * What the scenario needs around its load: run before the warm-up, it returns what ends
+   * the scenario once the load has been worked off, which returns the scenario's own figures.
+   */
+  setUp?: () => Promise<() => Promise<Record<string, number>>>
 }
 
 /** A uniform draw from a list. */
@@ -192,6 +197,8 @@ export interface OrderCreateFixture {
    * and both alternating (without first); absent without PostgreSQL.
    */
   raw?: { tool: string, run: (durationSeconds: number, feed: boolean) => Promise<LoadResult>, runPair: (durationSeconds: number) => Promise<[LoadResult, LoadResult]> }
+  /** order-create-webhooks: how many receivers, and its set-up (bench/webhooks.ts setUpWebhooks); absent: that scenario is not built. */
+  webhooks?: { receivers: number, setUp: () => Promise<() => Promise<Record<string, number>>> }
 }
 
 export function orderCreateScenarios (fixture: OrderCreateFixture): Scenario[] {
@@ -216,14 +223,28 @@ export function orderCreateScenarios (fixture: OrderCreateFixture): Scenario[] {
       run: (seconds) => raw.run(seconds, true)
     })
   }
+  const next = () => ({ method: 'POST' as const, path: '/external/v1/orders', body: fixture.body(), headers: { 'content-type': 'application/json' } })
   scenarios.push({
     name: 'order-create',
     group: 'order-create',
     server: 'app',
     description: `POST /external/v1/orders, 1–3 lines of 1–2 units from ${fixture.lines} products and combinations (${fixture.trackedLines > 0 ? `${fixture.trackedLines} with tracked stock, raised very large, the rest untracked` : 'untracked stock'})`,
     ...(fixture.raw ? { baseline: 'order-create-raw' } : {}),
-    next: () => ({ method: 'POST', path: '/external/v1/orders', body: fixture.body(), headers: { 'content-type': 'application/json' } })
+    next
   })
+  if (fixture.webhooks) {
+    const { receivers, setUp } = fixture.webhooks
+    scenarios.push({
+      name: 'order-create-webhooks',
+      group: 'order-create',
+      server: 'app',
+      description: `order-create's load with ${receivers} webhook endpoints subscribed to every event (POST /external/v1/webhooks, events ["*"]), each a local receiver answering 204 at once ` +
+        '(one child process); afterwards every event published meanwhile must reach every receiver: latency from the event\'s occurred_at to its receipt; ratio to order-create',
+      baseline: 'order-create',
+      setUp,
+      next
+    })
+  }
   return scenarios
 }
 
@@ -290,7 +311,8 @@ export const SCENARIOS: ScenarioInfo[] = [
   { name: 'feed-sequential', group: 'feed' },
   { name: 'order-create-raw-nofeed', group: 'order-create' },
   { name: 'order-create-raw', group: 'order-create', baseline: 'order-create-raw-nofeed' },
-  { name: 'order-create', group: 'order-create', baseline: 'order-create-raw' }
+  { name: 'order-create', group: 'order-create', baseline: 'order-create-raw' },
+  { name: 'order-create-webhooks', group: 'order-create', baseline: 'order-create' }
 ]
 
 /**
@@ -313,7 +335,7 @@ export function selectScenarios (all: readonly ScenarioInfo[], only: string | un
   if (unknown.length > 0) {
     throw new Error(`--only: unknown ${unknown.map((u) => `"${u}"`).join(', ')}; scenarios: ${all.map((s) => s.name).join(', ')}; groups: ${Object.keys(SCENARIO_GROUPS).join(', ')}`)
   }
-  // Ceilings of ceilings too (order-create → order-create-raw → order-create-raw-nofeed).
+  // Ceilings of ceilings too (order-create-webhooks → order-create → order-create-raw → order-create-raw-nofeed).
   for (let size = -1; size !== wanted.size;) {
     size = wanted.size
     for (const s of all) if (wanted.has(s.name) && s.baseline) wanted.add(s.baseline)

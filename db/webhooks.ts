@@ -237,6 +237,14 @@ export async function claimDeliveries (db: Tx, limit: number, leaseMs: number): 
 
 const held = (claim: ClaimedDelivery) => sql`id = ${claim.id}::bigint and lease_until = ${claim.lease}::timestamptz`
 
+/**
+ * How stale an endpoint's last_success_at may get before a success writes it again. Only
+ * failing_since decides the auto-disable, and a success clears it whenever it is set, so
+ * the rule stays exact; skipping the write otherwise keeps concurrent successes to one
+ * endpoint from queueing on its row lock.
+ */
+export const LAST_SUCCESS_REFRESH_SECONDS = 60
+
 /** A 2xx: the delivery succeeded, and its endpoint is no longer failing. False when the lease was lost. */
 export async function recordSuccess (db: Tx, claim: ClaimedDelivery, outcome: { status: number, at: Date }): Promise<boolean> {
   const rows = await execute<{ id: string }>(db, sql`
@@ -246,9 +254,36 @@ export async function recordSuccess (db: Tx, claim: ClaimedDelivery, outcome: { 
       where ${held(claim)} returning endpoint_id
     ), endpoint as (
       update webhook_endpoints set last_success_at = now(), failing_since = null where id = (select endpoint_id from done)
+        and (failing_since is not null or last_success_at is null or last_success_at < now() - make_interval(secs => ${LAST_SUCCESS_REFRESH_SECONDS}))
     )
     select endpoint_id::text as id from done`)
   return rows.length > 0
+}
+
+export interface SuccessOutcome { claim: ClaimedDelivery, status: number, at: Date }
+
+/**
+ * Several successes in one statement (the worker buffers them for a few ms). Each row is
+ * recorded only while its lease holds, as recordSuccess does; their endpoints are touched
+ * once each, and only when failing or their last_success_at is stale. Returns the ids recorded.
+ */
+export async function recordSuccesses (db: Tx, outcomes: readonly SuccessOutcome[]): Promise<Set<string>> {
+  if (outcomes.length === 0) return new Set()
+  const input = JSON.stringify(outcomes.map((o) => ({ id: o.claim.id, lease: o.claim.lease, status: o.status, at: o.at.toISOString() })))
+  const rows = await execute<{ id: string }>(db, sql`
+    with input as (
+      select * from jsonb_to_recordset(${input}::jsonb) as i(id bigint, lease timestamptz, status int, at timestamptz)
+    ), done as (
+      update webhook_deliveries d set status = 'succeeded', attempts = d.attempts + 1, last_attempt_at = i.at,
+        last_response_status = i.status, next_attempt_at = null, lease_until = null
+      from input i where d.id = i.id and d.lease_until = i.lease
+      returning d.id, d.endpoint_id
+    ), endpoint as (
+      update webhook_endpoints set last_success_at = now(), failing_since = null where id in (select endpoint_id from done)
+        and (failing_since is not null or last_success_at is null or last_success_at < now() - make_interval(secs => ${LAST_SUCCESS_REFRESH_SECONDS}))
+    )
+    select id::text from done`)
+  return new Set(rows.map((r) => r.id))
 }
 
 /**

@@ -1,10 +1,12 @@
-// Each instance's delivery worker: every poll it claims the deliveries that are due (up to
-// its concurrency), attempts them without waiting, and records each outcome. Claims are
+// Each instance's delivery worker: it claims the deliveries that are due (up to its
+// concurrency), attempts them without waiting, and records each outcome. It claims again at
+// once whenever an attempt ends or a claim came back full, one claim at a time; the timer
+// only polls while idle, so a busy instance keeps pace with its receivers. Claims are
 // leases, so several instances never attempt the same delivery at once and one that dies
 // mid-attempt leaves it to another when the lease ends. On stop it claims nothing more,
 // waits for attempts in flight, and gives back unattempted those it cannot finish in time.
 import type { Database } from '../../db/client.ts'
-import { claimDeliveries, recordFailure, recordSuccess, releaseDelivery, type ClaimedDelivery } from '../../db/webhooks.ts'
+import { claimDeliveries, recordFailure, recordSuccesses, releaseDelivery, type ClaimedDelivery, type SuccessOutcome } from '../../db/webhooks.ts'
 import { eventIdOf } from '../../lib/event-id.ts'
 import { signatureHeader } from '../../lib/webhook-signature.ts'
 import { attemptDelivery, type AttemptResult } from './attempt.ts'
@@ -45,13 +47,23 @@ export function disabledReasonFor (disableAfterMs: number): string {
 
 interface InFlight { claim: ClaimedDelivery, abort: AbortController, done: Promise<void> }
 
+/** How long a success waits for others to be recorded with it in one statement. */
+export const RECORD_BATCH_MS = 5
+
+interface Waiting { outcome: SuccessOutcome, resolve: (recorded: boolean) => void, reject: (err: unknown) => void }
+
 export class WebhookWorker {
   readonly #database: Database
   readonly #options: WorkerOptions
   readonly #inFlight = new Map<string, InFlight>()
   #timer: NodeJS.Timeout | undefined
   #polling: Promise<number> | null = null
+  /** Set when something asked for a claim while one was under way: claim again after it. */
+  #again = false
   #stopping = false
+  /** Successes buffered for the next batch, written RECORD_BATCH_MS after the first. */
+  #successes: Waiting[] = []
+  #flushTimer: NodeJS.Timeout | undefined
 
   constructor (database: Database, options: WorkerOptions) {
     this.#database = database
@@ -63,7 +75,7 @@ export class WebhookWorker {
   }
 
   start (): void {
-    this.#timer = setInterval(() => { this.poll().catch((err: unknown) => this.#options.onError?.(err, 'claiming deliveries')) }, this.#options.pollMs).unref()
+    this.#timer = setInterval(() => { this.#pump() }, this.#options.pollMs).unref()
   }
 
   /** Claims what is due and starts attempting it; resolves once claimed (not once attempted). */
@@ -72,6 +84,25 @@ export class WebhookWorker {
     const polling = this.#claim().finally(() => { this.#polling = null })
     this.#polling = polling
     return polling
+  }
+
+  /**
+   * Claims again at once, coalesced: while a claim is under way it only asks for another
+   * after it. Keeps claiming while claims come back full (more may be due) and there is room;
+   * a claim that fails waits for the timer, so an outage is not polled in a tight loop.
+   */
+  #pump (): void {
+    if (this.#stopping) return
+    if (this.#polling !== null) {
+      this.#again = true
+      return
+    }
+    this.#again = false
+    const room = this.#options.concurrency - this.#inFlight.size
+    if (room <= 0) return
+    this.poll().then((claimed) => {
+      if (this.#again || (claimed >= room && claimed > 0)) this.#pump()
+    }, (err: unknown) => this.#options.onError?.(err, 'claiming deliveries'))
   }
 
   async #claim (): Promise<number> {
@@ -86,7 +117,10 @@ export class WebhookWorker {
     const abort = new AbortController()
     const done = this.#attempt(claim, abort.signal)
       .catch((err: unknown) => this.#options.onError?.(err, `delivering ${eventIdOf(claim.position)}`))
-      .finally(() => this.#inFlight.delete(claim.id))
+      .finally(() => {
+        this.#inFlight.delete(claim.id)
+        this.#pump()
+      })
     this.#inFlight.set(claim.id, { claim, abort, done })
   }
 
@@ -135,7 +169,8 @@ export class WebhookWorker {
 
   async #write (claim: ClaimedDelivery, result: AttemptResult, at: Date): Promise<AttemptOutcome> {
     if (result.ok) {
-      await recordSuccess(this.#database.db, claim, { status: result.status!, at })
+      // Not recorded when the lease was lost: the new holder attempts it again (at least once).
+      await this.#recordSuccess({ claim, status: result.status!, at })
       return 'succeeded'
     }
     const delay = this.#options.retryMs[claim.attempts]
@@ -148,6 +183,28 @@ export class WebhookWorker {
       reason: disabledReasonFor(this.#options.disableAfterMs)
     })
     return nextAttemptAt === null ? 'failed' : 'retrying'
+  }
+
+  /**
+   * Buffers a success for the next batch: one statement records the successes of the few ms.
+   * Settles once written (or failed, so the caller retries it like any write); stop flushes
+   * by itself, as every in-flight attempt waits for its batch.
+   */
+  #recordSuccess (outcome: SuccessOutcome): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.#successes.push({ outcome, resolve, reject })
+      if (this.#flushTimer === undefined) this.#flushTimer = setTimeout(() => { this.#flush() }, RECORD_BATCH_MS)
+    })
+  }
+
+  #flush (): void {
+    const batch = this.#successes
+    this.#successes = []
+    this.#flushTimer = undefined
+    recordSuccesses(this.#database.db, batch.map((w) => w.outcome)).then(
+      (recorded) => { for (const w of batch) w.resolve(recorded.has(w.outcome.claim.id)) },
+      (err: unknown) => { for (const w of batch) w.reject(err) }
+    )
   }
 
   #jittered (ms: number): number {

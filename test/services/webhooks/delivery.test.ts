@@ -9,6 +9,7 @@ import t from 'tap'
 import type { App } from '../../../app.ts'
 import { execute } from '../../../db/client.ts'
 import { recordEvents } from '../../../db/events.ts'
+import { claimDeliveries, recordSuccesses } from '../../../db/webhooks.ts'
 import { SCOPES, type Scope } from '../../../lib/api-key-secret.ts'
 import { WebhookPayload } from '../../../schemas/webhooks.ts'
 import type { ResolvedAddress } from '../../../services/webhooks/url-policy.ts'
@@ -436,7 +437,8 @@ t.test('deleting an endpoint deletes its deliveries', async (t) => {
 
 t.test('metrics: attempts by outcome, and the age of the oldest due delivery', async (t) => {
   // The worker does not poll by itself here: the test says when it claims.
-  const app = await testApp(t, { WEBHOOK_POLL_MS: '3600000', WEBHOOK_RETRY_SCHEDULE: '0' })
+  // The retry is due only a little later: the claim made as the first attempt ends finds nothing.
+  const app = await testApp(t, { WEBHOOK_POLL_MS: '3600000', WEBHOOK_RETRY_SCHEDULE: '0.5' })
   const { key } = await makeKey(app, everyScope)
   const receiver = await startReceiver(t)
   receiver.respond((_req, res) => { res.writeHead(500).end() })
@@ -462,4 +464,51 @@ t.test('metrics: attempts by outcome, and the age of the oldest due delivery', a
   await app.webhooks.worker.poll()
   await until('the redelivery', async () => (await client.deliveries(endpoint.id)).items[0]?.status === 'succeeded' ? true : undefined)
   t.equal(await metric(/^storefront_webhook_attempts_total\{outcome="succeeded"\} (\d+)$/m), 1, 'a success')
+})
+
+t.test('a burst is delivered at the receivers\' pace, not one claim per poll: the worker claims again as attempts end', async (t) => {
+  // The timer never fires here; one claim starts it, and 4 at a time must carry all 40.
+  const app = await testApp(t, { WEBHOOK_POLL_MS: '3600000', WEBHOOK_CONCURRENCY: '4' })
+  const { key } = await makeKey(app, everyScope)
+  const receiver = await startReceiver(t)
+  const client = api(app, key)
+  const endpoint = await client.create({ url: receiver.url, events: ['product.*'] })
+  const N = 40
+  for (let i = 0; i < N; i++) await productEvent(app)
+  await until('the deliveries to be queued', async () => (await client.deliveries(endpoint.id)).total === N ? true : undefined)
+  const started = Date.now()
+  await app.webhooks.worker.poll()
+  await receiver.waitFor(N, 10_000)
+  t.ok(Date.now() - started < 10_000, `all ${N} delivered after one claim, in ${Date.now() - started} ms`)
+  await until('every outcome recorded', async () => {
+    const [row] = await execute<{ count: number }>(app.database.db, sql`select count(*)::int as count from webhook_deliveries where endpoint_id = ${endpoint.id}::uuid and status = 'succeeded'`)
+    return row!.count === N ? true : undefined
+  })
+  t.equal(new Set(receiver.received.map((r) => r.id)).size, N, 'each once')
+})
+
+t.test('successes recorded in one batch: only rows whose lease still holds; the failing endpoint cleared', async (t) => {
+  const app = await testApp(t, { WEBHOOK_POLL_MS: '3600000' })
+  const { key } = await makeKey(app, everyScope)
+  const receiver = await startReceiver(t)
+  const client = api(app, key)
+  const endpoint = await client.create({ url: receiver.url, events: ['product.*'] })
+  await productEvent(app)
+  await productEvent(app)
+  await until('the deliveries to be queued', async () => (await client.deliveries(endpoint.id)).total === 2 ? true : undefined)
+  const { db } = app.database
+  const [kept, lost] = await claimDeliveries(db, 10, 60_000)
+  t.ok(kept !== undefined && lost !== undefined, 'both claimed')
+  // Another instance holds the second now (as after this one's lease ended).
+  await execute(db, sql`update webhook_deliveries set lease_until = now() + interval '1 hour' where id = ${lost!.id}::bigint`)
+  await execute(db, sql`update webhook_endpoints set failing_since = now() - interval '1 day', last_success_at = now() where id = ${endpoint.id}::uuid`)
+  const recorded = await recordSuccesses(db, [kept!, lost!].map((claim) => ({ claim, status: 200, at: new Date() })))
+  t.same([...recorded], [kept!.id], 'only the one whose lease held')
+  const rows = await execute<{ id: string, status: string, attempts: number, leased: boolean }>(db, sql`
+    select id::text, status, attempts, lease_until is not null as leased from webhook_deliveries where endpoint_id = ${endpoint.id}::uuid order by id`)
+  const byId = new Map(rows.map((r) => [r.id, r]))
+  t.match(byId.get(kept!.id), { status: 'succeeded', attempts: 1, leased: false })
+  t.match(byId.get(lost!.id), { status: 'pending', attempts: 0, leased: true }, 'the other holder\'s row untouched')
+  const [ep] = await execute<{ failing: boolean }>(db, sql`select failing_since is not null as failing from webhook_endpoints where id = ${endpoint.id}::uuid`)
+  t.equal(ep!.failing, false, 'a success clears failing_since even with a fresh last_success_at')
 })
