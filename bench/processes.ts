@@ -154,39 +154,11 @@ export function resetPeakMemory (): void {
  * `sample` lists the backends' pids.
  */
 export function backendCpu (sample: () => Promise<number[]>, everyMs = 200) {
-  const first = new Map<number, number>()
-  const last = new Map<number, number>()
-  let started = false
-  const read = async () => {
-    for (const pid of await sample()) {
-      let cpu: number
-      try {
-        cpu = cpuTimeOf(pid)
-      } catch {
-        continue
-      }
-      // Backends seen at the start count from there; later ones from their own start.
-      if (!first.has(pid)) first.set(pid, started ? 0 : cpu)
-      last.set(pid, cpu)
-    }
-  }
-  let timer: NodeJS.Timeout | undefined
-  let pending: Promise<void> = Promise.resolve()
+  const sampler = backendCpuByPhase(sample, () => 'all', everyMs)
   return {
-    start: async () => {
-      await read()
-      started = true
-      timer = setInterval(() => { pending = pending.then(read).catch(() => {}) }, everyMs)
-    },
+    start: sampler.start,
     /** Milliseconds of CPU since start. */
-    stop: async (): Promise<number> => {
-      clearInterval(timer)
-      await pending
-      await read().catch(() => {})
-      let ms = 0
-      for (const [pid, cpu] of last) ms += cpu - (first.get(pid) ?? cpu)
-      return ms
-    }
+    stop: async (): Promise<number> => (await sampler.stop()).get('all') ?? 0
   }
 }
 

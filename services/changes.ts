@@ -4,6 +4,7 @@ import type { Database } from '../db/client.ts'
 import { feedBounds, publishEvents, pruneEvents, readEvents, type StoredEvent } from '../db/events.ts'
 import { apiError } from '../errors.ts'
 import { eventIdOf, positionOfEventId } from '../lib/event-id.ts'
+import { deleteInBatches, retentionCutoff } from '../lib/retention.ts'
 import type { Scope } from '../lib/api-key-secret.ts'
 import type { ChangeEvent, ChangesPage } from '../schemas/changes.ts'
 
@@ -54,11 +55,6 @@ export function publishChanges (database: Database, batch = 1000): Promise<numbe
 
 /** Deletes events older than the retention; returns how many. */
 export async function forgetOldChanges (database: Database, retentionDays: number, now = new Date(), batch = 10_000): Promise<number> {
-  const cutoff = new Date(now.getTime() - retentionDays * 86_400_000)
-  let total = 0
-  for (;;) {
-    const deleted = await pruneEvents(database.db, cutoff, batch)
-    total += deleted
-    if (deleted < batch) return total
-  }
+  const cutoff = retentionCutoff(retentionDays, now)
+  return deleteInBatches((size) => pruneEvents(database.db, cutoff, size), batch)
 }

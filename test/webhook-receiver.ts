@@ -5,7 +5,20 @@ import { once } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Webhook } from 'standardwebhooks'
-import type { TestContext } from './helper.ts'
+import { UNLIMITED, type TestContext } from './helper.ts'
+
+/**
+ * Configuration of an app that delivers to these receivers (plain http on 127.0.0.1), with
+ * the feed and the worker quick: each test adds its retry schedule and what else it needs.
+ */
+export const WEBHOOK_TEST_ENV = {
+  ...UNLIMITED,
+  READ_SETTLE_MS: '0',
+  EVENT_PUBLISH_MS: '20',
+  WEBHOOK_POLL_MS: '20',
+  WEBHOOK_ALLOW_HTTP: 'true',
+  WEBHOOK_ALLOWED_HOSTS: '127.0.0.1'
+}
 
 export interface Received {
   id: string

@@ -1,6 +1,7 @@
 // The deliveries as a whole: how far behind they are, and forgetting finished ones.
 import type { Database } from '../../db/client.ts'
 import { oldestDueDeliveryAge as readOldestDueAge, pruneDeliveries } from '../../db/webhooks.ts'
+import { deleteInBatches, retentionCutoff } from '../../lib/retention.ts'
 
 /** Seconds the oldest due delivery has waited (0 when none waits): the worker's lag. */
 export function oldestDueDeliveryAge (database: Database): Promise<number> {
@@ -13,11 +14,6 @@ export function oldestDueDeliveryAge (database: Database): Promise<number> {
  * never waits for them and they never lose what they deliver.
  */
 export async function forgetOldDeliveries (database: Database, retentionDays: number, now = new Date(), batch = 10_000): Promise<number> {
-  const cutoff = new Date(now.getTime() - retentionDays * 86_400_000)
-  let total = 0
-  for (;;) {
-    const deleted = await pruneDeliveries(database.db, cutoff, batch)
-    total += deleted
-    if (deleted < batch) return total
-  }
+  const cutoff = retentionCutoff(retentionDays, now)
+  return deleteInBatches((size) => pruneDeliveries(database.db, cutoff, size), batch)
 }

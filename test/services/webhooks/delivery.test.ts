@@ -12,11 +12,12 @@ import { recordEvents } from '../../../db/events.ts'
 import { claimDeliveries, recordSuccesses } from '../../../db/webhooks.ts'
 import { SCOPES, type Scope } from '../../../lib/api-key-secret.ts'
 import { WebhookPayload } from '../../../schemas/webhooks.ts'
+import { forgetOldDeliveries } from '../../../services/webhooks/deliveries.ts'
 import type { ResolvedAddress } from '../../../services/webhooks/url-policy.ts'
 import {
-  authHeaders, buildTestApp, created, importProducts, line, makeKey, makeProduct, orderBody, postOrder, sleep, UNLIMITED, type TestAppOptions
+  authHeaders, buildTestApp, created, importProducts, line, makeKey, makeProduct, orderBody, postOrder, sleep, type TestAppOptions
 } from '../../helper.ts'
-import { startReceiver, type Receiver } from '../../webhook-receiver.ts'
+import { startReceiver, WEBHOOK_TEST_ENV, type Receiver } from '../../webhook-receiver.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 interface Endpoint { id: string, url: string, status: string, disabledReason: string | null, secret?: string }
@@ -26,12 +27,7 @@ interface DeliveryPage { items: Delivery[], page: number, pageSize: number, tota
 t.setTimeout(240_000)
 
 const BASE_ENV = {
-  ...UNLIMITED,
-  READ_SETTLE_MS: '0',
-  EVENT_PUBLISH_MS: '20',
-  WEBHOOK_POLL_MS: '20',
-  WEBHOOK_ALLOW_HTTP: 'true',
-  WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+  ...WEBHOOK_TEST_ENV,
   WEBHOOK_RETRY_SCHEDULE: '0.2,0.2',
   SHUTDOWN_TIMEOUT: '2000'
 }
@@ -511,4 +507,30 @@ t.test('successes recorded in one batch: only rows whose lease still holds; the 
   t.match(byId.get(lost!.id), { status: 'pending', attempts: 0, leased: true }, 'the other holder\'s row untouched')
   const [ep] = await execute<{ failing: boolean }>(db, sql`select failing_since is not null as failing from webhook_endpoints where id = ${endpoint.id}::uuid`)
   t.equal(ep!.failing, false, 'a success clears failing_since even with a fresh last_success_at')
+})
+
+t.test('finished deliveries are forgotten after the retention, pending ones never', async (t) => {
+  const app = await testApp(t)
+  const { key } = await makeKey(app, everyScope)
+  const receiver = await startReceiver(t)
+  const endpoint = await api(app, key).create({ url: receiver.url, events: ['product.*'] })
+  const [old, oldPending, recent] = [await productEvent(app), await productEvent(app), await productEvent(app)]
+  await receiver.waitFor(3)
+  await until('all three recorded', async () => {
+    const [row] = await execute<{ n: number }>(app.database.db, sql`select count(*)::int as n from webhook_deliveries
+      where endpoint_id = ${endpoint.id}::uuid and status = 'succeeded'`)
+    return row!.n === 3 ? true : undefined
+  }, 10_000)
+  const backdate = (resourceId: string) => execute(app.database.db, sql`update webhook_deliveries set created_at = now() - interval '31 days'
+    where endpoint_id = ${endpoint.id}::uuid and resource_id = ${resourceId}::uuid`)
+  await backdate(old)
+  await backdate(oldPending)
+  // Waiting for a retry far ahead: pending, whatever its age.
+  await execute(app.database.db, sql`update webhook_deliveries set status = 'pending', next_attempt_at = now() + interval '1 day'
+    where resource_id = ${oldPending}::uuid`)
+
+  // A batch of one: the loop goes on until a batch comes back short.
+  t.equal(await forgetOldDeliveries(app.database, 30, new Date(), 1), 1, 'one delivery forgotten')
+  const kept = await execute<{ resource_id: string }>(app.database.db, sql`select resource_id::text from webhook_deliveries where endpoint_id = ${endpoint.id}::uuid`)
+  t.same(kept.map((r) => r.resource_id).sort(), [oldPending, recent].sort(), 'the pending one and the recent one stay')
 })

@@ -11,10 +11,10 @@ import { execute, openDatabase, type Database } from '../../../db/client.ts'
 import { recordEvents } from '../../../db/events.ts'
 import { SCOPES, type Scope } from '../../../lib/api-key-secret.ts'
 import { isDriverSocketFault } from '../../../server.ts'
-import { authHeaders, buildTestApp, createTestDatabase, makeKey, sleep, UNLIMITED, usingPostgres } from '../../helper.ts'
+import { authHeaders, buildTestApp, createTestDatabase, makeKey, sleep, usingPostgres } from '../../helper.ts'
 import { startServer } from '../../server-process.ts'
 import { startTcpProxy } from '../../tcp-proxy.ts'
-import { startReceiver } from '../../webhook-receiver.ts'
+import { startReceiver, WEBHOOK_TEST_ENV } from '../../webhook-receiver.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -31,12 +31,7 @@ for (const kind of ['unhandledRejection', 'uncaughtException'] as const) {
 }
 
 const ENV = {
-  ...UNLIMITED,
-  READ_SETTLE_MS: '0',
-  EVENT_PUBLISH_MS: '20',
-  WEBHOOK_POLL_MS: '20',
-  WEBHOOK_ALLOW_HTTP: 'true',
-  WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+  ...WEBHOOK_TEST_ENV,
   WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2'
 }
 const everyScope = [...SCOPES] as Scope[]
