@@ -77,12 +77,3 @@ export function invalidField (path: string, problem: string): ApiError {
 export function clipPath (path: string): string {
   return path.length > 500 ? `${path.slice(0, 499)}…` : path
 }
-
-/** The `code`s along an error's cause chain: drivers and Drizzle wrap the database's error. */
-export function errorCodes (err: unknown): string[] {
-  const codes: string[] = []
-  for (let e = err as { code?: unknown, cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
-    if (typeof e.code === 'string') codes.push(e.code)
-  }
-  return codes
-}

@@ -2,10 +2,10 @@
 // the floors of the layout: an import never runs back up a floor.
 import neostandard from 'neostandard'
 
-// Top to bottom: cli.ts / server.ts → app.ts → routes/ → plugins/ → services/ → db/ →
+// Top to bottom: cli/ and server.ts → app.ts → routes/ → plugins/ → services/ → db/ →
 // lib/, schemas/, errors.ts, config.ts. Each floor may import the floors below it only.
 const above = {
-  entry: ['**/cli.ts', '**/server.ts'],
+  entry: ['**/cli/**', '**/server.ts'],
   app: ['**/app.ts'],
   routes: ['**/routes/**'],
   plugins: ['**/plugins/**'],
@@ -24,6 +24,19 @@ const floor = (files, ...higher) => ({
   }
 })
 
+// The entry points call services, never SQL: of db/ they may use the connection (db/client.ts) only.
+const entryPoints = {
+  files: ['cli/**/*.ts', 'server.ts'],
+  rules: {
+    'no-restricted-imports': ['error', {
+      patterns: [{
+        group: ['**/db/*', '!**/db/client.ts'],
+        message: 'Entry points call services, not db/ query modules: put the use case in services/.'
+      }]
+    }]
+  }
+}
+
 export default [
   ...neostandard({ ts: true, ignores: ['dist/**', 'data/**', 'scratch/**', 'node_modules/**', 'coverage/**'] }),
   {
@@ -32,6 +45,7 @@ export default [
       '@typescript-eslint/no-redeclare': 'off'
     }
   },
+  entryPoints,
   floor(['app.ts'], 'entry'),
   floor(['routes/**/*.ts'], 'entry', 'app'),
   floor(['plugins/**/*.ts'], 'entry', 'app', 'routes'),

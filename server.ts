@@ -1,97 +1,14 @@
-// Runs the service: opens the database, prepares the embedded store, listens, and closes
-// gracefully on SIGTERM/SIGINT.
+// The process's life: opens the database, prepares the embedded store, listens, and closes
+// gracefully on SIGTERM/SIGINT. `storefront serve` (cli/commands/serve.ts) calls it.
 import closeWithGrace from 'close-with-grace'
 import { buildApp, type App } from './app.ts'
 import type { Config } from './config.ts'
-import { countApiKeys, createApiKey } from './db/api-keys.ts'
-import { importCatalog } from './db/catalog.ts'
 import { migrateDatabase, openDatabase, type Database } from './db/client.ts'
-import { countProducts } from './db/products.ts'
-import { SCOPES } from './lib/api-key-secret.ts'
-import { demoCatalog } from './services/demo-catalog.ts'
-
-/** The known postgres.js socket fault (porsager/postgres#1154): the pool recovers from it. */
-export function isDriverSocketFault (err: unknown): boolean {
-  return err instanceof TypeError && /[\\/]postgres[\\/](src|cjs[\\/]src)[\\/]connection\.js/.test(err.stack ?? '')
-}
-
-/** Embedded first run: a demo catalogue when the store is empty, a key with every scope when there is none. */
-async function prepareDemoStore (database: Database): Promise<{ loadedDemo: boolean, key: string | null }> {
-  const loadedDemo = await countProducts(database.db) === 0
-  if (loadedDemo) await importCatalog(database, demoCatalog())
-  const key = await countApiKeys(database.db) === 0
-    ? (await createApiKey(database.db, { name: 'demo', scopes: [...SCOPES] })).key
-    : null
-  return { loadedDemo, key }
-}
+import { classifyDatabaseFailure, describeDatabaseFailure, firstLine, isDriverSocketFault, primaryLocation, rootCause } from './lib/database-failure.ts'
+import { prepareDemoStore, type DemoStore } from './services/demo-store.ts'
 
 /** Why the service could not start, as one line for the operator: no stack, no SQL. */
 export class StartupError extends Error {}
-
-interface ErrorLike { code?: unknown, message?: unknown, cause?: unknown }
-
-/** The innermost error of a `cause` chain that carries a code (the driver's or the socket's), else the innermost. */
-function rootCause (err: unknown): ErrorLike {
-  let innermost: ErrorLike = {}
-  let coded: ErrorLike | undefined
-  for (let e: unknown = err, depth = 0; e instanceof Object && depth < 10; e = (e as ErrorLike).cause, depth++) {
-    innermost = e as ErrorLike
-    if (typeof innermost.code === 'string') coded = innermost
-  }
-  return coded ?? innermost
-}
-
-function firstLine (value: unknown): string {
-  return String(value ?? 'unknown error').split('\n')[0]!.trim()
-}
-
-/** host:port of a postgres:// URL, without the user or password. */
-export function databaseAddress (url: string): string {
-  try {
-    const { hostname, port } = new URL(url)
-    if (hostname) return `${hostname}:${port || '5432'}`
-  } catch {}
-  // Several hosts (a,b:5433) are no valid URL: the part between @ and the path names them.
-  return /^[^:]+:\/\/(?:[^@/]*@)?([^/?]*)/.exec(url)?.[1] || 'localhost:5432'
-}
-
-const CONNECTION_FAILURES: Record<string, string> = {
-  ECONNREFUSED: 'connection refused',
-  ENOTFOUND: 'the host name could not be resolved',
-  EAI_AGAIN: 'the host name could not be resolved',
-  ETIMEDOUT: 'the connection timed out',
-  CONNECT_TIMEOUT: 'the connection timed out',
-  ECONNRESET: 'the connection was reset',
-  EHOSTUNREACH: 'the host is unreachable',
-  ENETUNREACH: 'the network is unreachable',
-  CONNECTION_CLOSED: 'the connection was closed',
-  CONNECTION_ENDED: 'the connection was closed',
-  CONNECTION_DESTROYED: 'the connection was closed',
-  SASL_SIGNATURE_MISMATCH: 'authentication failed',
-  AUTH_TYPE_NOT_IMPLEMENTED: 'authentication failed: the server asks for an unsupported method'
-}
-
-/**
- * The database's failure in the operator's words. Drizzle wraps a failed query with its SQL
- * text ("Failed query: …"); the driver's error underneath says what actually happened.
- */
-export function describeDatabaseFailure (err: unknown, config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>): string {
-  const cause = rootCause(err)
-  const code = typeof cause.code === 'string' ? cause.code : ''
-  const message = firstLine(cause.message)
-  if (config.DATABASE_URL === undefined) {
-    // The lock file's message already says what to do.
-    if (/^the embedded database in .* is in use/.test(message)) return message
-    return code ? `cannot open the embedded database in ${config.DATA_DIR}: ${message}` : `cannot start: ${message}`
-  }
-  const at = databaseAddress(config.DATABASE_URL)
-  if (CONNECTION_FAILURES[code]) return `cannot reach the database at ${at}: ${CONNECTION_FAILURES[code]}`
-  // SQLSTATE 08 connection exceptions, 28 authentication, 3D unknown database, 57P0 shutting
-  // down or starting up, 53300 too many connections: the server's own message names the problem.
-  if (/^(08|28|3D|57P0|53300)/.test(code)) return `cannot reach the database at ${at}: ${message}`
-  if (/^[0-9A-Z]{5}$/.test(code)) return `the database at ${at} refused the start-up: ${message}`
-  return `cannot start: ${message}`
-}
 
 const LISTEN_FAILURES: Record<string, string> = {
   EADDRINUSE: 'the address is in use',
@@ -108,17 +25,25 @@ export function describeListenFailure (err: unknown, config: Pick<Config, 'HOST'
   return `cannot listen on ${host}:${config.PORT}: ${reason}`
 }
 
-export async function serve (config: Config): Promise<void> {
+export interface Started {
+  /** The address the server listens on. */
+  address: string
+  /** On the embedded database: what its first-run setup did; null with DATABASE_URL. */
+  demo: DemoStore | null
+}
+
+export async function startServer (config: Config): Promise<Started> {
   const embedded = config.DATABASE_URL === undefined
+  const where = primaryLocation(config)
   let database: Database
   try {
     database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DB_POOL_SIZE, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS })
   } catch (err) {
-    throw new StartupError(describeDatabaseFailure(err, config))
+    throw new StartupError(describeDatabaseFailure(err, where))
   }
 
   let app: App | undefined
-  let demo: Awaited<ReturnType<typeof prepareDemoStore>> | null = null
+  let demo: DemoStore | null = null
   // What a failed start leaves open would keep the process alive after its error.
   const abandon = async (reason: string): Promise<never> => {
     try {
@@ -134,7 +59,8 @@ export async function serve (config: Config): Promise<void> {
     demo = embedded ? await prepareDemoStore(database) : null
     app = await buildApp({ config, database })
   } catch (err) {
-    return abandon(describeDatabaseFailure(err, config))
+    // A failure of the database names it; anything else (a bug) is still one line.
+    return abandon(embedded || classifyDatabaseFailure(err) !== null ? describeDatabaseFailure(err, where) : `cannot start: ${firstLine(rootCause(err).message)}`)
   }
   const started = app
 
@@ -171,27 +97,5 @@ export async function serve (config: Config): Promise<void> {
     return abandon(describeListenFailure(err, config))
   }
 
-  if (demo) {
-    const base = config.PUBLIC_BASE_URL ?? address.replace('0.0.0.0', '127.0.0.1')
-    const lines = [`storefront-api is serving the embedded database in ${config.DATA_DIR} at ${base}`]
-    if (demo.loadedDemo) lines.push('Loaded the demo catalogue.')
-    if (demo.key) {
-      lines.push(
-        'Demo API key with every scope (shown only this once; stored only as a hash):',
-        `  ${demo.key}`,
-        'Try it:',
-        `  curl -H "X-Api-Key: ${demo.key}" ${base}/external/v1/products`
-      )
-    } else {
-      // This process holds the embedded database until it stops: a second process cannot open it.
-      lines.push(
-        'API keys exist already. To make another, stop this server first (Ctrl+C): it holds the',
-        `embedded database in ${config.DATA_DIR}, so commands cannot open it while it runs. Then run:`,
-        '  npx storefront keys create --name NAME --scopes products:list,products:find',
-        'and start it again. With PostgreSQL (DATABASE_URL), operator commands run beside the server.'
-      )
-    }
-    lines.push(`API reference: ${base}/docs`)
-    process.stdout.write(`\n${lines.join('\n')}\n\n`)
-  }
+  return { address, demo }
 }

@@ -45,7 +45,7 @@ export function sourceHash (root = ROOT) {
 
 /** Whether the tree holds its TypeScript sources (a checkout; the image ships dist/ only). */
 export function hasSources (root = ROOT) {
-  return existsSync(join(root, 'cli.ts'))
+  return existsSync(join(root, 'cli', 'main.ts'))
 }
 
 /** Whether dist/ was built from the sources as they are now. */
@@ -78,7 +78,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === realpathSync(process.a
   const ifStale = process.argv.includes('--if-stale')
   if (!hasSources()) {
     if (!ifStale) {
-      console.error('storefront build: no TypeScript sources here (cli.ts): nothing to build')
+      console.error('storefront build: no TypeScript sources here (cli/main.ts): nothing to build')
       process.exitCode = 1
     }
   } else if (ifStale && isBuildCurrent()) {

@@ -7,6 +7,6 @@ import { hasSources, isBuildCurrent } from './build.js'
 
 const compiled = !hasSources() || (process.env.STOREFRONT_SOURCE !== '1' && isBuildCurrent())
 const cli = compiled
-  ? await import('../dist/cli.js')
-  : await (await import('tsx/esm/api')).tsImport(new URL('../cli.ts', import.meta.url).href, import.meta.url)
+  ? await import('../dist/cli/main.js')
+  : await (await import('tsx/esm/api')).tsImport(new URL('../cli/main.ts', import.meta.url).href, import.meta.url)
 await cli.main(process.argv.slice(2))

@@ -1,20 +1,15 @@
-// Writes a catalogue in one transaction as it is read: each item is checked on its own
-// (lib/catalog-file.ts) and the valid ones are written in batches, so a file of any length
-// is imported in bounded memory. Products are upserted by id. A product whose content hash
-// is what the store already has is left alone; a new or changed one gets its categories,
-// variants, combinations and discounts (re)written, and its change event. With `replace`,
-// products the file does not list are deleted. A bad file changes nothing: the whole import
-// rolls back.
+// The SQL of a catalogue import: checked items written in batches (the coordination, one
+// transaction around it all, lives in services/catalog-import.ts). Products are upserted by
+// id. A product whose content hash is what the store already has is left alone; a new or
+// changed one gets its categories, variants, combinations and discounts (re)written, and its
+// change event. With `replace`, products the file does not list are deleted.
 import { sql } from 'drizzle-orm'
-import { CatalogChecker, catalogEntries, type CheckedItem } from '../lib/catalog-file.ts'
+import type { CatalogChecker, CheckedItem } from '../lib/catalog-file.ts'
 import { jsonHash } from '../lib/json-hash.ts'
-import { JsonStreamError, type JsonStreamEntry } from '../lib/json-stream.ts'
 import { toCents, toDecimalText } from '../lib/money.ts'
-import type { CatalogFile, CatalogGroup, CatalogProduct } from '../schemas/catalog-file.ts'
+import type { CatalogGroup, CatalogProduct } from '../schemas/catalog-file.ts'
 import { execute, type Database, type Tx } from './client.ts'
 import { ADVISORY_LOCKS } from './locks.ts'
-import { renumberProducts } from './products.ts'
-import { bumpCatalogVersion } from './settings.ts'
 
 /** Products written per batch: a few round trips each, a few megabytes of rows at most. */
 export const IMPORT_BATCH = 1000
@@ -22,7 +17,7 @@ export const IMPORT_BATCH = 1000
 // Products per statement when deleting those a replacing file leaves out.
 const REMOVE_CHUNK = 5000
 
-export interface ImportOptions {
+export interface WriterOptions {
   /** Delete the products the file does not list: the catalogue becomes exactly the file. */
   replace?: boolean
   /** Called after each batch is written, with the products read so far. */
@@ -30,21 +25,6 @@ export interface ImportOptions {
   /** Products per batch (IMPORT_BATCH). */
   batchSize?: number
 }
-
-export interface ImportSummary {
-  /** Items in the file. */
-  categories: number
-  brands: number
-  products: number
-  /** What happened to the products: new, changed, left as they were, deleted (with `replace`). */
-  created: number
-  updated: number
-  unchanged: number
-  removed: number
-}
-
-/** A catalogue in memory, or the entries of one being read (lib/catalog-file.ts `readCatalog`). */
-export type CatalogSource = CatalogFile | Iterable<JsonStreamEntry> | AsyncIterable<JsonStreamEntry>
 
 const decimal = (amount: number) => toDecimalText(toCents(amount))
 const instant = (value: string | null | undefined) => (value ? new Date(value).toISOString() : null)
@@ -70,51 +50,19 @@ function discountRow (owner: { product_id: string } | { combination_id: string }
   return { ...owner, type: d.type, value: decimal(d.value), starts_at: instant(d.startsAt), ends_at: instant(d.endsAt) }
 }
 
-function isEntries (source: CatalogSource): source is Iterable<JsonStreamEntry> | AsyncIterable<JsonStreamEntry> {
-  return Symbol.asyncIterator in source || Symbol.iterator in source
+/** Takes the catalogue-import lock for the transaction: one import at a time, from every instance and process. */
+export async function lockCatalogImports (tx: Tx): Promise<void> {
+  await tx.execute(sql.raw(`select pg_advisory_xact_lock(${ADVISORY_LOCKS.catalogImport})`))
 }
 
-export async function importCatalog (database: Database, source: CatalogSource, options: ImportOptions = {}): Promise<ImportSummary> {
-  const checker = new CatalogChecker()
-  const entries = isEntries(source) ? source : catalogEntries(source)
-  const counts = await database.db.transaction(async (tx) => {
-    // One import at a time, from every instance and every `storefront` process: two never
-    // interleave their writes (nor deadlock on each other's rows).
-    await tx.execute(sql.raw(`select pg_advisory_xact_lock(${ADVISORY_LOCKS.catalogImport})`))
-    // The file is read while the transaction is open: a slow stdin is not an idle session.
-    if (database.kind === 'postgres') await tx.execute(sql`set local idle_in_transaction_session_timeout = 0`)
-    const writer = new CatalogWriter(tx, checker, new Date(), options)
-    try {
-      for await (const entry of entries) {
-        const item = checker.check(entry)
-        // After the first problem nothing more is written (it would be rolled back), but
-        // the rest of the file is still checked, so one run lists every problem.
-        if (item && checker.ok) await writer.add(item)
-      }
-    } catch (err) {
-      if (!(err instanceof JsonStreamError)) throw err
-      checker.unreadable(err)
-    }
-    if (checker.ok) {
-      await writer.finish()
-      // Products added, renamed or removed move in the list's order.
-      if (checker.ok && writer.counts.created + writer.counts.updated + writer.counts.removed > 0) await renumberProducts(tx)
-    } else {
-      // The file's problems are what the operator needs; a write that failed meanwhile
-      // (its batch was valid) is rolled back with the rest.
-      await writer.settled()
-    }
-    if (!checker.ok) throw checker.error()
-    return writer.counts
-  })
-  // Every committed import, even one that changed no product: category and brand names may have.
-  await bumpCatalogVersion(database.db)
-  if (counts.created + counts.updated + counts.removed > 0) {
-    // Fresh statistics for the planner at once: PGlite never runs autovacuum, and PostgreSQL's
-    // may come minutes later, while a new catalogue without them plans list queries badly.
-    await database.db.execute(sql`analyze products, product_categories, variants, variant_options, combinations, combination_options, discounts`)
-  }
-  return { ...checker.counts, ...counts }
+/** Lets the transaction sit idle while a slow source (stdin) is read; PGlite has no such timeout. */
+export async function allowIdleTransaction (tx: Tx, kind: Database['kind']): Promise<void> {
+  if (kind === 'postgres') await tx.execute(sql`set local idle_in_transaction_session_timeout = 0`)
+}
+
+/** Fresh planner statistics for the catalogue tables. */
+export async function analyzeCatalog (db: Tx): Promise<void> {
+  await db.execute(sql`analyze products, product_categories, variants, variant_options, combinations, combination_options, discounts`)
 }
 
 interface PendingReference {
@@ -126,7 +74,7 @@ interface PendingReference {
 }
 
 /** Batches of checked items on their way to the database, and what must wait for the end of the file. */
-class CatalogWriter {
+export class CatalogWriter {
   readonly counts = { created: 0, updated: 0, unchanged: 0, removed: 0 }
   private categories: CatalogGroup[] = []
   private brands: CatalogGroup[] = []
@@ -142,7 +90,7 @@ class CatalogWriter {
   private readonly taken: Array<{ path: string, owner: string }> = []
   private readonly batchSize: number
 
-  constructor (private readonly tx: Tx, private readonly checker: CatalogChecker, private readonly now: Date, private readonly options: ImportOptions) {
+  constructor (private readonly tx: Tx, private readonly checker: CatalogChecker, private readonly now: Date, private readonly options: WriterOptions) {
     this.batchSize = options.batchSize ?? IMPORT_BATCH
   }
 

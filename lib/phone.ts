@@ -2,11 +2,15 @@
 // address.country, else the store's default country, else international numbers only.
 import { isSupportedCountry, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js'
 
+/** An ISO 3166 alpha-2 code (any case, blanks around it ignored) that phone numbers can be read in, upper-cased; else null. */
+export function countryCode (text: unknown): CountryCode | null {
+  if (typeof text !== 'string') return null
+  const code = text.trim().toUpperCase()
+  return /^[A-Z]{2}$/.test(code) && isSupportedCountry(code) ? code : null
+}
+
 export function phoneRegion (country: unknown, defaultCountry: string | null): CountryCode | undefined {
-  if (typeof country === 'string' && /^[A-Za-z]{2}$/.test(country.trim()) && isSupportedCountry(country.trim().toUpperCase())) {
-    return country.trim().toUpperCase() as CountryCode
-  }
-  return defaultCountry !== null && isSupportedCountry(defaultCountry) ? defaultCountry as CountryCode : undefined
+  return countryCode(country) ?? (defaultCountry === null ? null : countryCode(defaultCountry)) ?? undefined
 }
 
 /** The number in E.164, or null when it is not a valid phone number for the region. */

@@ -2,7 +2,8 @@
 import fp from 'fastify-plugin'
 import type { ErrorObject } from 'ajv'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError, apiError, errorCodes, invalidField, type ErrorCode } from '../errors.ts'
+import { ApiError, apiError, invalidField, type ErrorCode } from '../errors.ts'
+import { isDatabaseUnavailable } from '../lib/database-failure.ts'
 import { validationDetails } from '../lib/validation.ts'
 
 const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
@@ -16,17 +17,6 @@ const FASTIFY_CODES: Record<string, [ErrorCode, string?]> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type'],
   FST_ERR_CTP_INVALID_TYPE: ['unsupported_media_type'],
   FST_ERR_HANDLER_TIMEOUT: ['service_unavailable', 'The service could not answer in time; retry shortly']
-}
-
-// Errors that mean the database cannot be reached or is refusing work right now.
-const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH',
-  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
-  '57P01', '57P02', '57P03', '53300', '57014'
-])
-
-export function isDatabaseUnavailable (err: unknown): boolean {
-  return errorCodes(err).some((code) => UNAVAILABLE_CODES.has(code) || code.startsWith('08'))
 }
 
 // Statuses Fastify or a plugin may set on an error of its own, and the code each answers.

@@ -8,20 +8,17 @@ import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { execute, openDatabase, type Database } from '../../db/client.ts'
 import { insertEndpoint } from '../../db/webhooks.ts'
 import type { CatalogFile } from '../../schemas/catalog-file.ts'
 import { createEmptyDatabase } from '../helper.ts'
+import { BIN, runStorefront, type Result } from './spawn.ts'
 
 // Every case spawns tsx (about a second each, more on a busy machine).
 t.setTimeout(600_000)
 
-const BIN = fileURLToPath(new URL('../../bin/storefront.js', import.meta.url))
-
-interface Result { code: number | null, stdout: string, stderr: string }
 
 interface Backend {
   name: string
@@ -30,18 +27,7 @@ interface Backend {
 }
 
 function storefront (backend: Backend, args: string[], options: { input?: string, env?: Record<string, string> } = {}): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    // A clean environment: nothing of the test runner's (NODE_OPTIONS, DATABASE_URL…) leaks in.
-    const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'warn', ...backend.env, ...options.env }
-    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-    child.stdin.end(options.input ?? '')
-  })
+  return runStorefront({ ...backend.env, ...options.env }, args, options.input)
 }
 
 /** The one JSON document a --json command printed, after checking it succeeded. */
@@ -320,12 +306,12 @@ t.test('bad calls refused in the command itself', async (t) => {
   process.env.DATA_DIR = join(dir, 'never')
   delete process.env.DATABASE_URL
   t.teardown(() => Object.assign(process.env, saved))
-  const { exitCodeFor, run } = await import('../../cli.ts')
+  const { exitCodeFor, run } = await import('../../cli/main.ts')
   const cases: Array<[string[], RegExp]> = [
     [['keys', 'create', '--scopes', 'products:list'], /--name is required/],
     [['keys', 'create', '--name', 'x'], /--scopes is required/],
     [['keys', 'create', '--name', 'x', '--scopes', ' , '], /at least one scope/],
-    [['keys', 'create', '--name', 'x', '--scopes', 'products:list', '--expires-at', '2020-01-01T00:00:00Z'], /--expires-at must be in the future/],
+    [['keys', 'create', '--name', 'x', '--scopes', 'products:list', '--expires-at', '2020-01-01T00:00:00Z'], /expiry must be in the future/],
     [['keys', 'create', '--name', 'x', '--scopes', 'products:list', '--expires-at', '2030-02-30'], /--expires-at must be an ISO 8601 date/],
     [['keys', 'create', '--name', 'x', '--scopes', 'products:list', '--expires-at', '2030-01-01T10:00'], /with a UTC offset/],
     [['keys', 'create', '--name', 'x', '--scopes', 'products:list', '--rate-limit', '0'], /rate limit must be a whole number.*got 0/],

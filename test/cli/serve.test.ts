@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { createApiKey } from '../../db/api-keys.ts'
-import { importCatalog } from '../../db/catalog.ts'
+import { importCatalog } from '../../services/catalog-import.ts'
 import { migrateDatabase, openDatabase } from '../../db/client.ts'
 import { startServer } from '../server-process.ts'
 import { createEmptyDatabase, sleep } from '../helper.ts'
@@ -75,7 +75,7 @@ t.test('serve that cannot start exits non-zero with one line naming the cause', 
   if (!env.DATABASE_URL) t.notOk(existsSync(join(dataDir, 'storefront.lock')), 'port in use: the embedded database was closed')
 
   t.equal(unreachable.code, 1, 'database unreachable: exit code 1')
-  t.equal(unreachable.stderr, 'storefront: cannot reach the database at 127.0.0.1:1: connection refused\n', 'database unreachable: one line, no SQL')
+  t.equal(unreachable.stderr, 'storefront: cannot reach the database at 127.0.0.1:1 (primary): connection refused\n', 'database unreachable: one line, no SQL')
   t.ok(unreachable.lingeredMs < 5000, `database unreachable: exits promptly after reporting (${unreachable.lingeredMs} ms)`)
 
   t.strictSame({ ...badPort, lingeredMs: 0 }, { code: 2, stdout: '', stderr: 'storefront: invalid configuration: PORT must be integer\n', lingeredMs: 0 }, 'PORT=abc: exit code 2 naming PORT')

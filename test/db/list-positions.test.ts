@@ -3,7 +3,7 @@
 // after every import that adds, renames, moves or removes products.
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
-import { importCatalog } from '../../db/catalog.ts'
+import { importCatalog } from '../../services/catalog-import.ts'
 import { execute } from '../../db/client.ts'
 import { listProducts, type ProductFilters } from '../../db/products.ts'
 import { checkCatalog } from '../../lib/catalog-file.ts'

@@ -1,7 +1,7 @@
 // Database outages: the app reaches PostgreSQL through a TCP proxy that a
 // test cuts. Requests that need the database answer 503 service_unavailable quickly, /readyz
 // fails while /healthz does not, the app recovers by itself, and no order is ever half made.
-import { isDriverSocketFault } from '../../server.ts'
+import { isDriverSocketFault } from '../../lib/database-failure.ts'
 import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
@@ -9,7 +9,7 @@ import t from 'tap'
 import type { App } from '../../app.ts'
 import { execute, openDatabase, type Database } from '../../db/client.ts'
 import { createApiKey } from '../../db/api-keys.ts'
-import { importCatalog } from '../../db/catalog.ts'
+import { importCatalog } from '../../services/catalog-import.ts'
 import { checkCatalog } from '../../lib/catalog-file.ts'
 import { SCOPES } from '../../lib/api-key-secret.ts'
 import {

@@ -3,7 +3,7 @@
 // here, so a few products cross several of them.
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
-import { importCatalog, type ImportOptions } from '../../db/catalog.ts'
+import { importCatalog, type ImportOptions } from '../../services/catalog-import.ts'
 import { execute } from '../../db/client.ts'
 import { CatalogError, readCatalog } from '../../lib/catalog-file.ts'
 import type { CatalogFile, CatalogProduct } from '../../schemas/catalog-file.ts'

@@ -3,7 +3,7 @@
 // product.deleted event; orders keep their items.
 import { sql } from 'drizzle-orm'
 import t from 'tap'
-import { importCatalog, type ImportOptions } from '../../db/catalog.ts'
+import { importCatalog, type ImportOptions } from '../../services/catalog-import.ts'
 import { execute } from '../../db/client.ts'
 import { CatalogError, checkCatalog } from '../../lib/catalog-file.ts'
 import type { CatalogFile, CatalogProduct } from '../../schemas/catalog-file.ts'

@@ -1,0 +1,25 @@
+// storefront orders set-status ORDER STATUS: an operator's status change, transitions enforced.
+import type { Command } from 'commander'
+import { ORDER_STATUSES, type OrderStatus } from '../../schemas/orders.ts'
+import { setOrderStatus } from '../../services/order-status.ts'
+import { JSON_OPTION, missingArguments, print, UsageError, withDatabase, type CommandContext, type Output } from '../context.ts'
+
+export function addOrdersCommands (program: Command, { config }: CommandContext): void {
+  const orders = program.command('orders').description('orders: set-status ORDER STATUS')
+  const setStatus = orders.command('set-status')
+    .description('change the status of an order; only the allowed transitions are made')
+    .argument('<ORDER>', 'the order number or id')
+    .argument('<STATUS>', ORDER_STATUSES.join(', '))
+    .option(...JSON_OPTION)
+    .action(async (order: string, status: string, options: Output) => {
+      if (!(ORDER_STATUSES as readonly string[]).includes(status)) throw new UsageError(`unknown status ${status}; statuses are ${ORDER_STATUSES.join(', ')}`)
+      const change = await withDatabase(config(), (database) => setOrderStatus(database.db, order, status as OrderStatus))
+      if (!change.ok && change.reason === 'not_found') throw new UsageError(`no order has number or id ${order}`)
+      if (!change.ok) {
+        const allowed = change.allowed.length > 0 ? `it can go to ${change.allowed.join(' or ')}` : 'it cannot change any more'
+        throw new UsageError(`order ${order} is ${change.from}: it cannot go to ${status}; ${allowed}`)
+      }
+      print(options, change.order, `order ${change.order.orderNumber}: ${change.from} → ${change.order.status}`)
+    })
+  missingArguments.set(setStatus, 'orders set-status needs ORDER (number or id) and STATUS')
+}

@@ -1,0 +1,66 @@
+// What every command of the `storefront` program shares: the configuration (read once, when
+// a command runs), printing one JSON document or a line, the database opened for one
+// command, and the errors that mean "fix the command" (exit code 2).
+import type { Command } from 'commander'
+import { OPERATOR_PGLITE_BUFFERS_MB, type Config } from '../config.ts'
+import { migrateDatabase, openDatabase, type Database } from '../db/client.ts'
+import { isUuid } from '../schemas/common.ts'
+import { classifyDatabaseFailure, describeDatabaseFailure, primaryLocation, type DatabaseLocation } from '../lib/database-failure.ts'
+
+/** A mistake in how the command was called or in its input: printed without a stack, exit code 2. */
+export class UsageError extends Error {}
+
+/** A command line the parser refused; the message is the whole line to print, already naming the command. */
+export class CommandLineError extends UsageError {}
+
+/** A database that cannot do the command's work; the message is the operator's one line. */
+export class DatabaseFailureError extends Error {}
+
+export interface Output { json: boolean }
+
+export const JSON_OPTION = ['--json', 'print one JSON document on stdout'] as const
+
+export interface CommandContext {
+  /** The configuration, validated the first time a command asks for it. */
+  config: () => Config
+}
+
+export function print (out: Output, document: unknown, text: string): void {
+  process.stdout.write(out.json ? `${JSON.stringify(document, null, 2)}\n` : `${text}\n`)
+}
+
+/** Turns a database's failure into the operator's line; anything else goes on as it is. */
+export function explainFailure (err: unknown, where: DatabaseLocation): unknown {
+  return classifyDatabaseFailure(err) === null ? err : new DatabaseFailureError(describeDatabaseFailure(err, where))
+}
+
+/** Opens the database for one command and closes it after; its failures are told in one line. */
+export async function withDatabase<T> (config: Config, run: (database: Database) => Promise<T>): Promise<T> {
+  const where = primaryLocation(config)
+  let database: Database
+  try {
+    // Operator work (a large import) may take longer than a request may.
+    database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 2, statementTimeoutMs: 0, pgliteBuffersMb: OPERATOR_PGLITE_BUFFERS_MB })
+  } catch (err) {
+    throw new DatabaseFailureError(describeDatabaseFailure(err, where))
+  }
+  try {
+    // The embedded database is migrated by whoever opens it first; PostgreSQL by `storefront migrate`.
+    if (database.kind === 'pglite') await migrateDatabase(database)
+    return await run(database)
+  } catch (err) {
+    throw explainFailure(err, where)
+  } finally {
+    await database.close().catch(() => {})
+  }
+}
+
+/** What each command says when its arguments are missing, in the words its checks use. */
+export const missingArguments = new WeakMap<Command, string>()
+
+export function requireId (value: string | undefined, what: string, kind = 'a key id (a GUID, as keys list shows)'): string {
+  if (!isUuid(value)) {
+    throw new UsageError(`${what} needs ${kind}${value === undefined ? '' : `, got ${value}`}`)
+  }
+  return value
+}
