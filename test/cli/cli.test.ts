@@ -19,7 +19,6 @@ import { BIN, runStorefront, type Result } from './spawn.ts'
 // Every case spawns tsx (about a second each, more on a busy machine).
 t.setTimeout(600_000)
 
-
 interface Backend {
   name: string
   env: Record<string, string>
