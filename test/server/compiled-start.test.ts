@@ -103,7 +103,7 @@ t.test('npm start builds dist/ and serves it without a TypeScript loader', async
 
   const [server, ...more] = loadedBy(record, /bin\/storefront\.js serve$/)
   t.equal(more.length, 0, 'one serving process')
-  t.ok(server?.includes(pathToFileURL(join(tree, 'dist/cli.js')).href), 'the server runs dist/cli.js')
+  t.ok(server?.includes(pathToFileURL(join(tree, 'dist/cli/main.js')).href), 'the server runs dist/cli.js')
   t.ok(server?.includes(pathToFileURL(join(tree, 'dist/server.js')).href), 'and dist/server.js')
   t.strictSame(server?.filter(isTsx), [], 'no module of tsx is loaded')
   t.strictSame(server?.filter((url) => url.endsWith('.ts')), [], 'no TypeScript file is loaded')
@@ -124,7 +124,7 @@ t.test('the storefront command runs dist/ while it matches the sources, else the
 
   execFileSync('npm', ['run', 'build'], { cwd: tree, env: environment(tree, record), stdio: 'pipe' })
   t.equal(storefront(tree, record, ['--version']).trim(), version)
-  t.ok(modules().includes(pathToFileURL(join(tree, 'dist/cli.js')).href), 'built: dist/')
+  t.ok(modules().includes(pathToFileURL(join(tree, 'dist/cli/main.js')).href), 'built: dist/')
   t.notOk(modules().some(isTsx), 'without tsx')
   storefront(tree, record, ['--version'], { STOREFRONT_SOURCE: '1' })
   t.ok(modules().some(isTsx), 'STOREFRONT_SOURCE=1: the sources, as npm run dev and coverage want')
@@ -132,7 +132,7 @@ t.test('the storefront command runs dist/ while it matches the sources, else the
   appendFileSync(join(tree, 'lib/money.ts'), '\n// edited\n')
   storefront(tree, record, ['--version'])
   t.ok(modules().some(isTsx), 'a source edited since the build: the sources, not the stale dist/')
-  t.notOk(modules().includes(pathToFileURL(join(tree, 'dist/cli.js')).href))
+  t.notOk(modules().includes(pathToFileURL(join(tree, 'dist/cli/main.js')).href))
 
   const rebuilt = execFileSync(process.execPath, ['bin/build.js', '--if-stale'], { cwd: tree, env: environment(tree, record), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
   t.equal(rebuilt, '', 'the build says nothing on stdout')
