@@ -20,7 +20,7 @@ const root = new URL('../..', import.meta.url).pathname
 function copyCheckout (): string {
   const tree = mkdtempSync(join(tmpdir(), 'sf-start-'))
   const sources = readdirSync(root).filter((name) => name.endsWith('.ts'))
-  for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'plugins', 'routes', 'services', 'db', 'schemas', 'lib', ...sources]) {
+  for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'cli', 'plugins', 'routes', 'services', 'db', 'schemas', 'lib', ...sources]) {
     cpSync(join(root, entry), join(tree, entry), { recursive: true })
   }
   symlinkSync(join(root, 'node_modules'), join(tree, 'node_modules'))

@@ -17,7 +17,7 @@ t.test('the pruned production build serves with `node bin/storefront.js serve`',
   // The build stage: the sources, built as the Dockerfile does.
   const stage = join(tree, 'stage')
   const sources = readdirSync(root).filter((name) => name.endsWith('.ts'))
-  for (const entry of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'plugins', 'routes', 'services', 'db', 'schemas', 'lib', ...sources]) {
+  for (const entry of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'cli', 'plugins', 'routes', 'services', 'db', 'schemas', 'lib', ...sources]) {
     cpSync(join(root, entry), join(stage, entry), { recursive: true })
   }
   symlinkSync(join(root, 'node_modules'), join(stage, 'node_modules'))
