@@ -68,6 +68,8 @@ const typeOf = (type: EventRows['type']) => typeof type === 'string'
 export function insertEvents (source: EventRows | readonly NewEvent[]): SQL {
   const into = sql`insert into change_events (type, resource_id, api_key_id, data)`
   if (isEventList(source)) {
+    // An empty VALUES list is no statement: the caller skips the write instead.
+    if (source.length === 0) throw new Error('insertEvents: no events')
     const rows = source.map((e) => sql`(${typeLiteral(e.type)}, ${e.resourceId}::uuid, ${e.apiKeyId ?? null}::uuid, ${JSON.stringify(e.data ?? {})}::jsonb)`)
     return sql`${into} values ${sql.join(rows, sql`, `)}`
   }

@@ -26,6 +26,7 @@ t.test('a list of events is written as given, in one statement', async (t) => {
   ])
   await recordEvents(db, [])
   t.pass('no events, no statement')
+  t.throws(() => insertEvents([]), /no events/, 'an empty list is no statement')
 })
 
 t.test('rows of a statement become events, their type chosen per row', async (t) => {
