@@ -9,6 +9,7 @@ import { jsonHash } from '../lib/json-hash.ts'
 import { toCents, toDecimalText } from '../lib/money.ts'
 import type { CatalogGroup, CatalogProduct } from '../schemas/catalog-file.ts'
 import { execute, type Database, type Tx } from './client.ts'
+import { insertEvents } from './events.ts'
 import { ADVISORY_LOCKS } from './locks.ts'
 
 /** Products written per batch: a few round trips each, a few megabytes of rows at most. */
@@ -213,8 +214,7 @@ export class CatalogWriter {
       ), changes as (
         select written.id, before.id is null as created from written left join before on before.id = written.id
       ), events as (
-        insert into change_events (type, resource_id)
-        select case when created then 'product.created' else 'product.updated' end, id from changes
+        ${insertEvents({ type: { when: sql`created`, then: 'product.created', else: 'product.updated' }, resourceId: sql`id`, from: sql`changes` })}
       )
       select id::text as id, created from changes`)
 
@@ -373,7 +373,7 @@ export class CatalogWriter {
       // items keep the product's id and name (no foreign key to the catalogue).
       const [row] = await execute<{ removed: number }>(this.tx, sql`
         with gone as (delete from products where id = any(${uuids(unlisted.slice(i, i + REMOVE_CHUNK))}) returning id),
-        events as (insert into change_events (type, resource_id) select 'product.deleted', id from gone)
+        events as (${insertEvents({ type: 'product.deleted', resourceId: sql`id`, from: sql`gone` })})
         select count(*)::int as removed from gone`)
       this.counts.removed += row!.removed
     }

@@ -1,7 +1,7 @@
 // The change log in SQL: writing events inside a change's transaction, publishing committed
 // events in feed order, reading the feed, and deleting what is past its retention.
-import { sql } from 'drizzle-orm'
-import type { EventType } from '../schemas/changes.ts'
+import { sql, type SQL } from 'drizzle-orm'
+import { EVENT_TYPES, type EventType } from '../schemas/changes.ts'
 import { execute, type Tx } from './client.ts'
 import { eventVisibility } from './event-visibility.ts'
 import { ADVISORY_LOCKS } from './locks.ts'
@@ -27,11 +27,62 @@ export interface StoredEvent {
   data: Record<string, unknown>
 }
 
+/** An event type chosen per row: `then` where the condition holds, `else` elsewhere. */
+export interface EventTypeChoice {
+  when: SQL
+  then: EventType
+  else: EventType
+}
+
+/**
+ * Rows of a statement that become events: usually a CTE's rows, as the change that makes
+ * them is written, so the events commit with it in the same round trip.
+ */
+export interface EventRows {
+  /** What the rows are selected from (a CTE's name, say). */
+  from: SQL
+  type: EventType | EventTypeChoice
+  resourceId: SQL
+  /** The key whose order changed; catalogue events have none. */
+  apiKeyId?: SQL
+  data?: SQL
+}
+
+/**
+ * A type as an SQL literal. The union is checked by the compiler; the check here holds
+ * against a value forced past it, since the literal is spliced into the statement.
+ */
+function typeLiteral (type: EventType): SQL {
+  if (!(EVENT_TYPES as readonly string[]).includes(type)) throw new Error(`not an event type: ${String(type)}`)
+  return sql.raw(`'${type}'`)
+}
+
+const typeOf = (type: EventRows['type']) => typeof type === 'string'
+  ? typeLiteral(type)
+  : sql`case when ${type.when} then ${typeLiteral(type.then)} else ${typeLiteral(type.else)} end`
+
+/**
+ * The one INSERT into the change log, to fold into the statement that makes the change (as
+ * a CTE) or to run alone: from the rows of a statement, or from a list of events.
+ */
+export function insertEvents (source: EventRows | readonly NewEvent[]): SQL {
+  const into = sql`insert into change_events (type, resource_id, api_key_id, data)`
+  if (isEventList(source)) {
+    // An empty VALUES list is no statement: the caller skips the write instead.
+    if (source.length === 0) throw new Error('insertEvents: no events')
+    const rows = source.map((e) => sql`(${typeLiteral(e.type)}, ${e.resourceId}::uuid, ${e.apiKeyId ?? null}::uuid, ${JSON.stringify(e.data ?? {})}::jsonb)`)
+    return sql`${into} values ${sql.join(rows, sql`, `)}`
+  }
+  return sql`${into}
+      select ${typeOf(source.type)}, ${source.resourceId}, ${source.apiKeyId ?? sql`null::uuid`}, ${source.data ?? sql`'{}'::jsonb`} from ${source.from}`
+}
+
+const isEventList = (source: EventRows | readonly NewEvent[]): source is readonly NewEvent[] => Array.isArray(source)
+
 /** Writes events in the caller's transaction: they commit, or vanish, with the change. */
 export async function recordEvents (tx: Tx, events: NewEvent[]): Promise<void> {
   if (events.length === 0) return
-  const rows = events.map((e) => sql`(${e.type}, ${e.resourceId}::uuid, ${e.apiKeyId ?? null}::uuid, ${JSON.stringify(e.data ?? {})}::jsonb)`)
-  await tx.execute(sql`insert into change_events (type, resource_id, api_key_id, data) values ${sql.join(rows, sql`, `)}`)
+  await tx.execute(insertEvents(events))
 }
 
 /**

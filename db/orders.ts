@@ -6,6 +6,7 @@ import { toAmount, toCents, type Discount } from '../lib/money.ts'
 import { isUuid, type ListWindow, type SortKey } from '../schemas/common.ts'
 import { ORDER_NUMBER_PATTERN, type DeliveryAddress, type Order, type OrderStatus, type OrderSummary } from '../schemas/orders.ts'
 import { containing, execute, type Tx } from './client.ts'
+import { insertEvents } from './events.ts'
 import { discountJson } from './products.ts'
 import { ORDER_COUNT_SHARDS, idempotencyKeys, orderCounts, orderItems, orders } from './schema.ts'
 
@@ -99,8 +100,7 @@ export async function insertOrder (tx: Tx, order: NewOrder, now: Date): Promise<
       insert into order_counts (api_key_id, shard, count) values (${order.apiKeyId}::uuid, ${Math.floor(Math.random() * ORDER_COUNT_SHARDS)}, 1)
       on conflict (api_key_id, shard) do update set count = order_counts.count + 1
     ), event as (
-      insert into change_events (type, resource_id, api_key_id, data)
-      select 'order.created', id, api_key_id, jsonb_build_object('orderNumber', order_number::text, 'status', status) from placed
+      ${insertEvents({ type: 'order.created', resourceId: sql`id`, apiKeyId: sql`api_key_id`, data: sql`jsonb_build_object('orderNumber', order_number::text, 'status', status)`, from: sql`placed` })}
     )
     select id, order_number, api_key_id, status, total::text, delivery_fee::text, final_total::text, products_count,
       customer_name, customer_phone, note, address, to_json(created_at) as created_at, to_json(updated_at) as updated_at

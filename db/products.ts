@@ -4,6 +4,7 @@ import { nextPriceChange, sellPriceCents, toAmount, toCents, type Discount } fro
 import type { ListWindow, SortKey } from '../schemas/common.ts'
 import type { Product } from '../schemas/products.ts'
 import { containing, execute, type Tx } from './client.ts'
+import { insertEvents } from './events.ts'
 
 export interface ProductFilters {
   query?: string | undefined
@@ -256,7 +257,7 @@ export async function refreshProductState (tx: Tx, productIds: string[], now: Da
           else p.quantity is null or p.quantity > 0 end
       where p.id in (${list(productIds)})
       returning p.id)
-    insert into change_events (type, resource_id) select 'product.updated', id from refreshed`)
+    ${insertEvents({ type: 'product.updated', resourceId: sql`id`, from: sql`refreshed` })}`)
 }
 
 export type Grouping = 'categories' | 'brands'

@@ -2,11 +2,15 @@
 import fp from 'fastify-plugin'
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
+import { retryScheduleMs, type Config } from '../config.ts'
 import { changeSchemas } from '../schemas/changes.ts'
 import { ErrorBody, RESPONSE_HEADERS } from '../schemas/common.ts'
+import { PARAMETER_EXAMPLES } from '../schemas/examples.ts'
 import { orderSchemas } from '../schemas/orders.ts'
 import { productSchemas } from '../schemas/products.ts'
-import { WEBHOOK_EXAMPLE_ID, webhookSchemas } from '../schemas/webhooks.ts'
+import { webhookSchemas } from '../schemas/webhooks.ts'
+import { delays, duration } from '../schemas/wording.ts'
+import { SECRET_OVERLAP_MS } from '../services/webhooks/endpoints.ts'
 
 export const API_TITLE = 'Storefront External API'
 
@@ -25,67 +29,41 @@ const WEBHOOK_HEADER = (name: string, description: string, example: string, patt
   name, in: 'header' as const, required: true, description, schema: { type: 'string' as const, pattern, maxLength: 1000 }, example
 })
 
-/** What the store POSTs to a webhook endpoint (OpenAPI 3.1 `webhooks`). */
 type Webhooks = NonNullable<Extract<NonNullable<FastifyDynamicSwaggerOptions['openapi']>, { webhooks?: unknown }>['webhooks']>
 
-export const WEBHOOKS: Webhooks = {
-  changeEvent: {
-    post: {
-      operationId: 'receiveChangeEvent',
-      summary: 'A change event, delivered to your endpoint',
-      description: `Sent to each of your enabled endpoints for every event of the changes feed that your key may see and the endpoint's
+/** What the store POSTs to a webhook endpoint (OpenAPI 3.1 `webhooks`), with this instance's timeout and retries. */
+export function webhooksOf (config: Pick<Config, 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_RETRY_SCHEDULE'>): Webhooks {
+  const timeout = duration(config.WEBHOOK_TIMEOUT_MS)
+  return {
+    changeEvent: {
+      post: {
+        operationId: 'receiveChangeEvent',
+        summary: 'A change event, delivered to your endpoint',
+        description: `Sent to each of your enabled endpoints for every event of the changes feed that your key may see and the endpoint's
 \`events\` name, signed the Standard Webhooks way. Verify \`webhook-signature\` before trusting the body: it is \`v1,\` + base64 of
 HMAC-SHA256, keyed with the base64-decoded part of your secret after \`whsec_\`, of \`{webhook-id}.{webhook-timestamp}.{raw body}\`
 (any Standard Webhooks library does it, e.g. \`new Webhook(secret).verify(body, headers)\` of the \`standardwebhooks\` package).
-During the 24 hours after a rotation two signatures come, space-separated: either secret verifies. Deduplicate on \`webhook-id\`:
-a delivery may come more than once. Answer 2xx within 10 seconds; anything else is retried after about 5 s, 5 min, 30 min, 2 h,
-5 h, 10 h and 10 h (± 20%). Redirects are not followed.`,
-      tags: ['Webhooks'],
-      security: [],
-      parameters: [
-        WEBHOOK_HEADER('webhook-id', 'The event id, the same on every attempt and in the changes feed', 'evt_1042', '^evt_\\d+$'),
-        WEBHOOK_HEADER('webhook-timestamp', 'Unix seconds of this attempt', '1795492867', '^\\d+$'),
-        WEBHOOK_HEADER('webhook-signature', 'One or two (during a rotation) space-separated `v1,<base64>` signatures', 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=', '^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$')
-      ],
-      requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookPayload' } } } },
-      responses: {
-        200: { description: 'Any 2xx within 10 seconds: delivered' },
-        default: { description: 'Anything else, a redirect or no answer within 10 seconds: retried later' }
+During the ${duration(SECRET_OVERLAP_MS)} after a rotation two signatures come, space-separated: either secret verifies. Deduplicate on \`webhook-id\`:
+a delivery may come more than once. Answer 2xx within ${timeout}; anything else is retried after about ${delays(retryScheduleMs(config.WEBHOOK_RETRY_SCHEDULE))}
+(± 20%). Redirects are not followed.`,
+        tags: ['Webhooks'],
+        security: [],
+        parameters: [
+          WEBHOOK_HEADER('webhook-id', 'The event id, the same on every attempt and in the changes feed', 'evt_1042', '^evt_\\d+$'),
+          WEBHOOK_HEADER('webhook-timestamp', 'Unix seconds of this attempt', '1795492867', '^\\d+$'),
+          WEBHOOK_HEADER('webhook-signature', 'One or two (during a rotation) space-separated `v1,<base64>` signatures', 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=', '^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$')
+        ],
+        requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookPayload' } } } },
+        responses: {
+          200: { description: `Any 2xx within ${timeout}: delivered` },
+          default: { description: `Anything else, a redirect or no answer within ${timeout}: retried later` }
+        }
       }
     }
   }
 }
 
 export const sharedSchemas = [ErrorBody, ...productSchemas, ...orderSchemas, ...changeSchemas, ...webhookSchemas]
-
-// Parameters have no schema of our own to carry examples (their schemas are shared with
-// validation), so they are set on the document by operation. Values from the demo catalogue
-// (services/demo-catalog.ts); the success examples of routes/external/v1 show their answers.
-export const PARAMETER_EXAMPLES: Record<string, Record<string, string | number>> = {
-  listProducts: {
-    query: 'yirgacheffe',
-    page: 1,
-    isAvailable: 'true',
-    categoryIds: 'ca7e6000-0000-4000-8000-000000000001,ca7e6000-0000-4000-8000-000000000002',
-    brandIds: 'b7a4d000-0000-4000-8000-000000000001',
-    barcode: '4006381000017',
-    sku: 'COF-ETH-250',
-    updatedSince: '2026-01-01T00:00:00Z'
-  },
-  getProduct: { id: 'd3e00000-0000-4000-8000-000000000020' },
-  listCategories: { page: 1 },
-  listBrands: { page: 1 },
-  listOrders: { query: 'Ada', page: 1, updatedSince: '2026-01-01T00:00:00Z' },
-  getOrder: { orderNumberOrId: '100001' },
-  listChanges: { after: 'evt_0', limit: 100 },
-  // The endpoint the create example makes, as the success examples of routes/external/v1/webhooks.ts show it.
-  getWebhook: { id: WEBHOOK_EXAMPLE_ID },
-  updateWebhook: { id: WEBHOOK_EXAMPLE_ID },
-  deleteWebhook: { id: WEBHOOK_EXAMPLE_ID },
-  rotateWebhookSecret: { id: WEBHOOK_EXAMPLE_ID },
-  listWebhookDeliveries: { id: WEBHOOK_EXAMPLE_ID, page: 1 },
-  redeliverWebhook: { id: WEBHOOK_EXAMPLE_ID, eventId: 'evt_1042' }
-}
 
 interface Operation {
   operationId?: string
@@ -166,7 +144,7 @@ export default fp(async function openapiPlugin (app) {
         headers: Object.fromEntries(Object.entries(RESPONSE_HEADERS).map(([name, header]) => [name, { ...header }]))
       },
       security: [{ ApiKeyHeader: [] }, { ApiKeyAuthorization: [] }],
-      webhooks: WEBHOOKS
+      webhooks: webhooksOf(app.config)
     },
     // Components keep the names of their $id (Product, Error…) instead of def-0, def-1.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string | undefined) ?? `def-${i}` },

@@ -45,7 +45,7 @@ export const ChangesQuery = Type.Object({
     minimum: 0,
     maximum: FEED_LIMIT.max,
     default: FEED_LIMIT.default,
-    description: 'Events to return, 0 to 500. 0 returns none and a nextCursor at the current end of the feed: take it before a full crawl, then follow the feed from it'
+    description: `Events to return, 0 to ${FEED_LIMIT.max}. 0 returns none and a nextCursor at the current end of the feed: take it before a full crawl, then follow the feed from it`
   }))
 }, { additionalProperties: false })
 export type ChangesQuery = Static<typeof ChangesQuery>

@@ -81,7 +81,7 @@ export function Page<T extends TSchema> (item: T, id: string, description: strin
   return Type.Object({
     items: Type.Array(item, { maxItems: PAGE_SIZE }),
     page: Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_PAGE, description: 'Current page, one-based' }),
-    pageSize: Type.Integer({ format: 'int32', minimum: PAGE_SIZE, maximum: PAGE_SIZE, description: 'Always 25', examples: [PAGE_SIZE] }),
+    pageSize: Type.Integer({ format: 'int32', minimum: PAGE_SIZE, maximum: PAGE_SIZE, description: `Always ${PAGE_SIZE}`, examples: [PAGE_SIZE] }),
     total: Count('Total matching records'),
     nextCursor: Nullable(Type.String({
       maxLength: CURSOR_MAX_LENGTH,
@@ -104,7 +104,7 @@ export const PageQuery = Type.Integer({
 export const CursorQuery = Type.String({
   minLength: 1,
   maxLength: CURSOR_MAX_LENGTH,
-  description: 'The nextCursor of the previous page: the next 25 records, in the same order and with the same filters. Send no other list parameter with it'
+  description: `The nextCursor of the previous page: the next ${PAGE_SIZE} records, in the same order and with the same filters. Send no other list parameter with it`
 })
 
 /** `updatedSince`: an instant with its offset. */

@@ -1,6 +1,8 @@
 // What integrators send and see of orders.
 import { Type, type Static } from 'typebox'
 import { CursorQuery, Money, Nullable, UpdatedSinceQuery, Page, PageQuery, Text, Timestamp, Uuid, ref } from './common.ts'
+import { CREATE_ORDER_EXAMPLE } from './examples.ts'
+import { count } from './wording.ts'
 
 export const ORDER_STATUSES = ['pending', 'confirmed', 'processing', 'shipped', 'delivered', 'cancelled'] as const
 export type OrderStatus = typeof ORDER_STATUSES[number]
@@ -17,15 +19,6 @@ export const ORDER_SHAPE_VERSION = 2
 export const MAX_ORDER_LINES = 500
 export const MAX_LINE_QUANTITY = 100_000
 
-// The request examples work as they are against the demo catalogue (services/demo-catalog.ts),
-// as often as they are sent: both lines are of stock that is not tracked. The first is
-// Espresso Blend 1 kg, the second the made-to-order Roaster Hoodie in XL, without quantity.
-const EXAMPLE_ITEMS = [
-  { productId: 'd3e00000-0000-4000-8000-000000000005', quantity: 2 },
-  { productId: 'd3e00000-0000-4000-8000-00000000001b', combinationId: 'd3e0c000-0000-4000-8000-000000000019' }
-]
-const EXAMPLE_ADDRESS = { lineOne: '1 Ferry Building', lineTwo: 'Suite 42', city: 'San Francisco', state: 'CA', country: 'US', zipCode: '94111' }
-
 export const Address = Type.Object({
   lineOne: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
   lineTwo: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
@@ -40,7 +33,7 @@ export const Address = Type.Object({
   $id: 'Address',
   title: 'Address',
   description: 'Delivery address; when given, the store\'s delivery fee is added to finalTotal. Null fields count as absent.',
-  examples: [EXAMPLE_ADDRESS]
+  examples: [CREATE_ORDER_EXAMPLE.address]
 })
 export type Address = Static<typeof Address>
 
@@ -49,12 +42,12 @@ export const OrderItemInput = Type.Object({
   combinationId: Type.Optional(Nullable(Uuid)),
   // No `default` keyword: generators make a property with a default required, and a missing
   // quantity is already read as 1.
-  quantity: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_LINE_QUANTITY, description: 'A whole number from 1 to 100,000; 1 when omitted' }))
+  quantity: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: MAX_LINE_QUANTITY, description: `A whole number from 1 to ${count(MAX_LINE_QUANTITY)}; 1 when omitted` }))
 }, {
   $id: 'OrderItemInput',
   title: 'OrderItemInput',
   description: 'One order line: a product, with its combinationId when the product has combinations',
-  examples: EXAMPLE_ITEMS
+  examples: CREATE_ORDER_EXAMPLE.items
 })
 
 export const CreateOrderBody = Type.Object({
@@ -67,7 +60,7 @@ export const CreateOrderBody = Type.Object({
   $id: 'CreateOrderRequest',
   title: 'CreateOrderRequest',
   description: 'Who the order is for, what it holds and, optionally, where it goes',
-  examples: [{ customerName: 'Ada Lovelace', customerPhone: '+14155550123', note: 'Leave it with the concierge', items: EXAMPLE_ITEMS, address: EXAMPLE_ADDRESS }]
+  examples: [CREATE_ORDER_EXAMPLE]
 })
 export type CreateOrderBody = Static<typeof CreateOrderBody>
 

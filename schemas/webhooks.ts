@@ -1,7 +1,9 @@
 // What integrators send and see of webhooks: their endpoints, and the deliveries to them.
 import { Type, type Static } from 'typebox'
 import { EVENT_TYPES, type EventType } from './changes.ts'
-import { CursorQuery, Nullable, Page, PageQuery, Timestamp, Uuid, ref } from './common.ts'
+import { CursorQuery, LIMITS, Nullable, Page, PageQuery, Timestamp, Uuid, ref } from './common.ts'
+import { WEBHOOK_SECRET_EXAMPLE, WEBHOOK_URL_EXAMPLE } from './examples.ts'
+import { count } from './wording.ts'
 
 export const EVENT_FILTERS = ['*', 'product.*', 'order.*', ...EVENT_TYPES] as const
 export type EventFilter = typeof EVENT_FILTERS[number]
@@ -9,10 +11,6 @@ export type EventFilter = typeof EVENT_FILTERS[number]
 export const MAX_ENDPOINTS_PER_KEY = 10
 export const ENDPOINT_STATUSES = ['enabled', 'disabled'] as const
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const
-
-const EXAMPLE_URL = 'https://hooks.example.com/storefront'
-/** The id of the endpoint the examples show. */
-export const WEBHOOK_EXAMPLE_ID = '5e1f0c2a-8b3d-4c7e-9a10-6f2b4d8e1c35'
 
 const Events = Type.Array(Type.Unsafe<EventFilter>({ type: 'string', enum: [...EVENT_FILTERS] }), {
   minItems: 1,
@@ -27,15 +25,15 @@ const Events = Type.Array(Type.Unsafe<EventFilter>({ type: 'string', enum: [...E
 const Url = Type.String({
   minLength: 1,
   maxLength: 65536,
-  description: 'Absolute https:// URL of at most 2,048 characters whose host is public (not loopback, private, link-local or unspecified, nor resolving to one); otherwise 400 invalid_webhook_url',
-  examples: [EXAMPLE_URL]
+  description: `Absolute https:// URL of at most ${count(LIMITS.url)} characters whose host is public (not loopback, private, link-local or unspecified, nor resolving to one); otherwise 400 invalid_webhook_url`,
+  examples: [WEBHOOK_URL_EXAMPLE]
 })
 
 const Description = Nullable(Type.String({ maxLength: 500, description: 'Your note on what the endpoint is for', examples: ['Order sync'] }))
 
 export const WebhookEndpoint = Type.Object({
   id: Uuid,
-  url: Type.String({ format: 'uri', maxLength: 2048, examples: [EXAMPLE_URL] }),
+  url: Type.String({ format: 'uri', maxLength: LIMITS.url, examples: [WEBHOOK_URL_EXAMPLE] }),
   events: Events,
   description: Description,
   status: Type.Unsafe<typeof ENDPOINT_STATUSES[number]>({
@@ -50,7 +48,7 @@ export const WebhookEndpoint = Type.Object({
     pattern: '^whsec_[A-Za-z0-9+/]{43}=$',
     maxLength: 50,
     description: 'Only in the answers of create and rotate-secret: the signing secret, shown this once',
-    examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw2cUx3OM5xZc=']
+    examples: [WEBHOOK_SECRET_EXAMPLE]
   }))
 }, { $id: 'WebhookEndpoint', title: 'WebhookEndpoint', additionalProperties: false })
 export type WebhookEndpoint = Static<typeof WebhookEndpoint>
@@ -68,7 +66,7 @@ export const CreateWebhookBody = Type.Object({
   $id: 'CreateWebhookRequest',
   title: 'CreateWebhookRequest',
   additionalProperties: false,
-  examples: [{ url: EXAMPLE_URL, events: ['order.*'], description: 'Order sync' }]
+  examples: [{ url: WEBHOOK_URL_EXAMPLE, events: ['order.*'], description: 'Order sync' }]
 })
 export type CreateWebhookBody = Static<typeof CreateWebhookBody>
 

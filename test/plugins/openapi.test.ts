@@ -8,7 +8,10 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import t from 'tap'
 import { parse } from 'yaml'
+import { ERRORS } from '../../errors.ts'
 import { OPENAPI_FILE, generateOpenApiYaml, openApiYamlOf } from '../../scripts/openapi-document.ts'
+import { MAX_ENDPOINTS_PER_KEY } from '../../schemas/webhooks.ts'
+import { SECRET_OVERLAP_MS } from '../../services/webhooks/endpoints.ts'
 import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct } from '../helper.ts'
 
 const REDOCLY_CONFIG = fileURLToPath(new URL('../../redocly.yaml', import.meta.url))
@@ -120,6 +123,32 @@ t.test('the document and the reference are served without a key', async (t) => {
   t.same(parse(yaml.body), served, '/openapi.yaml and /openapi.json are the same document')
   const { servers: _servers, ...rest } = served
   t.same(rest, parse(await generatedYaml()), 'without servers it is openapi.yaml')
+})
+
+// Texts that state a configurable value read it from the instance's configuration; the
+// committed openapi.yaml is the defaults' wording.
+t.test('the served document states this instance\'s configured values', async (t) => {
+  const app = await buildTestApp(t, {
+    env: { IDEMPOTENCY_TTL_HOURS: '48', WEBHOOK_TIMEOUT_MS: '2500', WEBHOOK_RETRY_SCHEDULE: '30, 90,5400', CHANGES_RETENTION_DAYS: '7', READ_SETTLE_MS: '4000', WEBHOOK_LEASE_MS: '60000' }
+  })
+  const text = (await app.inject({ url: '/openapi.json' })).body
+  const served = JSON.parse(text) as Document & { webhooks: Record<string, { post: { description: string, responses: Record<string, { description: string }> } }> }
+  const createOrder = served.paths['/external/v1/orders']!.post as unknown as { description: string, parameters: Array<{ name: string, description: string }> }
+  t.match(createOrder.description, 'the same key and body within 48 hours replays the first response')
+  t.match(createOrder.parameters.find((p) => p.name === 'idempotency-key')!.description, 'replay the first response for 48 hours')
+  t.notMatch(text, /within 24 hours|for 24 hours/, 'no trace of the default lifetime')
+  const changes = served.paths['/external/v1/changes']!.get as unknown as { description: string }
+  t.match(changes.description, 'Events are kept 7 days: an older cursor answers 410')
+  t.match(changes.description, 'A change shows here about 4 seconds after it commits')
+  const delivery = served.webhooks.changeEvent!.post
+  t.match(delivery.description, 'Answer 2xx within 2.5 seconds; anything else is retried after about 30 s, 1.5 min and 1.5 h')
+  t.match(delivery.description, `During the ${SECRET_OVERLAP_MS / 3_600_000} hours after a rotation`)
+  t.match(delivery.responses['200']!.description, 'Any 2xx within 2.5 seconds')
+  t.match(delivery.responses.default!.description, 'no answer within 2.5 seconds')
+  const webhooks = served.paths['/external/v1/webhooks']!
+  t.match((webhooks.post as unknown as { description: string }).description, `At most ${MAX_ENDPOINTS_PER_KEY} endpoints a key`)
+  t.match((webhooks.get as unknown as { description: string }).description, `(at most ${MAX_ENDPOINTS_PER_KEY})`)
+  t.match(ERRORS.webhook_limit_reached.message, `(${MAX_ENDPOINTS_PER_KEY})`, 'the limit\'s message names the limit the check holds to')
 })
 
 t.test('real responses match the document (contract)', async (t) => {

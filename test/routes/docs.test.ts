@@ -11,6 +11,7 @@ import { importCatalog } from '../../services/catalog-import.ts'
 import { writeSetting } from '../../db/settings.ts'
 import { ERRORS, type ErrorCode } from '../../errors.ts'
 import { API_TITLE } from '../../plugins/openapi.ts'
+import { RESPONSE_EXAMPLES } from '../../schemas/examples.ts'
 import { demoCatalog } from '../../services/demo-catalog.ts'
 import { authHeaders, buildTestApp, makeKey } from '../helper.ts'
 
@@ -167,6 +168,17 @@ t.test('every response of every operation is described and has examples that are
   t.match(example('/external/v1/orders', 'post', 400, 'order_creation_failed'), {
     details: [{ path: 'items[0]', reason: 'out_of_stock', message: String, available: 2 }]
   }, 'a line out of stock, with the units left')
+})
+
+t.test('every answer example of schemas/examples.ts is shown by its operation', async (t) => {
+  const { document } = await demoApp(t)
+  const byId = new Map(operationsOf(document).map(({ operation }) => [operation.operationId, operation]))
+  for (const [operationId, examples] of Object.entries(RESPONSE_EXAMPLES)) {
+    const operation = byId.get(operationId)
+    t.ok(operation, `${operationId} is an operation of the document`)
+    const shown = operation?.responses[String(successOf(operation))]?.content?.['application/json']?.examples ?? {}
+    t.same(Object.keys(shown), Object.keys(examples), `${operationId} shows its examples`)
+  }
 })
 
 /** The URL an operation's parameter examples make: every one, or the path and one query parameter. */

@@ -2,38 +2,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { apiError, invalidField } from '../../../errors.ts'
-import { conditionalResponses, documentedResponse, pageWindow, ref, withHeaders, type ResponseHeader } from '../../../schemas/common.ts'
+import { PAGE_SIZE, conditionalResponses, documentedResponse, pageWindow, ref, withHeaders, type ResponseHeader } from '../../../schemas/common.ts'
+import { RESPONSE_EXAMPLES } from '../../../schemas/examples.ts'
 import { CreateOrderBody, ListOrdersQuery, Order, OrderPage, OrderParams, OrderSummary } from '../../../schemas/orders.ts'
+import { hours } from '../../../schemas/wording.ts'
 import { openListCursor } from '../../../services/list-cursor.ts'
 import { getOrder, listOrders, orderFilters, type OrderFilters } from '../../../services/orders.ts'
 import { placeOrder } from '../../../services/place-order.ts'
 import { v1Errors, v1Headers } from './shared.ts'
-
-// The first order of a fresh demo store, as the create-order example of CreateOrderRequest
-// places it (without a delivery fee); the parameter examples of the document find it.
-const ADDRESS = { lineOne: '1 Ferry Building', lineTwo: 'Suite 42', city: 'San Francisco', state: 'CA', country: 'US', zipCode: '94111', phone: '+14155550123', latitude: null, longitude: null }
-const ORDER_SUMMARY = {
-  id: '7d1c0b2e-4f3a-4e8b-9a61-2c5d8e0f4b17',
-  orderNumber: '100001',
-  status: 'pending',
-  total: 96.98,
-  deliveryFee: 0,
-  finalTotal: 96.98,
-  productsCount: 3,
-  date: '2026-11-23T09:41:07.512Z',
-  customerName: 'Ada Lovelace',
-  customerPhone: '+14155550123',
-  note: 'Leave it with the concierge',
-  address: ADDRESS,
-  updatedAt: '2026-11-23T09:41:07.512Z'
-}
-const ORDER = {
-  ...ORDER_SUMMARY,
-  items: [
-    { productId: 'd3e00000-0000-4000-8000-000000000005', combinationId: null, name: 'Espresso Blend 1 kg', quantity: 2, singlePrice: 23.99, totalPrice: 47.98 },
-    { productId: 'd3e00000-0000-4000-8000-00000000001b', combinationId: 'd3e0c000-0000-4000-8000-000000000019', name: 'Roaster Hoodie (XL)', quantity: 1, singlePrice: 49, totalPrice: 49 }
-  ]
-}
 
 // Every orders response says Cache-Control: `private, no-cache` on a read that succeeded
 // (set with its ETag), `no-store` on everything else.
@@ -58,16 +34,14 @@ const orders: FastifyPluginAsyncTypebox = async (app) => {
 Checks run in this order and the first failure answers: customer_name_required, items_required, invalid_item, invalid_quantity,
 invalid_phone_number, validation_failed (other fields), then the catalogue (invalid_item for an unknown product, order_creation_failed
 with one detail per line that cannot be ordered).
-Send an Idempotency-Key to retry safely: the same key and body within 24 hours replays the first response.`,
+Send an Idempotency-Key to retry safely: the same key and body within ${hours(config.IDEMPOTENCY_TTL_HOURS)} replays the first response.`,
       tags: ['Orders'],
       headers: Type.Object({
-        'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Any unique string (a UUID is ideal); retries with the same key and body replay the first response for 24 hours' }))
+        'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: `Any unique string (a UUID is ideal); retries with the same key and body replay the first response for ${hours(config.IDEMPOTENCY_TTL_HOURS)}` }))
       }),
       body: ref(CreateOrderBody),
       response: {
-        201: documentedResponse('Created. Replays of an Idempotency-Key answer the same, with Idempotent-Replayed: true', ref(OrderSummary), {
-          created: { summary: 'The order the request example creates in a fresh demo store', value: ORDER_SUMMARY }
-        }, [...ordersHeaders(201), 'Location', 'Idempotent-Replayed']),
+        201: documentedResponse('Created. Replays of an Idempotency-Key answer the same, with Idempotent-Replayed: true', ref(OrderSummary), RESPONSE_EXAMPLES.createOrder, [...ordersHeaders(201), 'Location', 'Idempotent-Replayed']),
         ...withHeaders(v1Errors(
           'customer_name_required', 'items_required', 'invalid_item', 'invalid_quantity', 'invalid_phone_number', 'order_creation_failed', 'invalid_json',
           'idempotency_key_in_use', 'payload_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'store_under_maintenance',
@@ -117,13 +91,11 @@ Send an Idempotency-Key to retry safely: the same key and body within 24 hours r
     schema: {
       operationId: 'listOrders',
       summary: 'List your orders',
-      description: 'Only orders created with the calling API key, newest first, 25 a page.',
+      description: `Only orders created with the calling API key, newest first, ${PAGE_SIZE} a page.`,
       tags: ['Orders'],
       querystring: ListOrdersQuery,
       response: {
-        ...conditionalResponses(documentedResponse('A page of your orders, newest first', ref(OrderPage), {
-          ada: { summary: 'Your orders for Ada, as the parameter examples ask', value: { items: [ORDER_SUMMARY], page: 1, pageSize: 25, total: 1, nextCursor: null } }
-        }, ordersHeaders(200)), ordersHeaders(200)),
+        ...conditionalResponses(documentedResponse('A page of your orders, newest first', ref(OrderPage), RESPONSE_EXAMPLES.listOrders, ordersHeaders(200)), ordersHeaders(200)),
         ...withHeaders(v1Errors(), ordersHeaders)
       }
     }
@@ -145,9 +117,7 @@ Send an Idempotency-Key to retry safely: the same key and body within 24 hours r
       tags: ['Orders'],
       params: OrderParams,
       response: {
-        ...conditionalResponses(documentedResponse('The order, with its items', ref(Order), {
-          byNumber: { summary: 'Order 100001, as the parameter example asks', value: ORDER }
-        }, ordersHeaders(200)), ordersHeaders(200)),
+        ...conditionalResponses(documentedResponse('The order, with its items', ref(Order), RESPONSE_EXAMPLES.getOrder, ordersHeaders(200)), ordersHeaders(200)),
         ...withHeaders(v1Errors('order_not_found', {
           code: 'validation_failed',
           message: 'path: a segment is too long',

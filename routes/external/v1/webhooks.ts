@@ -1,41 +1,22 @@
 // /webhooks: a key's own webhook endpoints, their secrets, and the deliveries made to them.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { TSchema } from 'typebox'
-import { documentedResponse, pageWindow, ref } from '../../../schemas/common.ts'
+import { PAGE_SIZE, documentedResponse, pageWindow, ref, type ResponseExample } from '../../../schemas/common.ts'
+import { RESPONSE_EXAMPLES } from '../../../schemas/examples.ts'
 import {
-  CreateWebhookBody, DeliveriesQuery, WEBHOOK_EXAMPLE_ID, DeliveryPage, DeliveryParams, UpdateWebhookBody, WebhookEndpoint, WebhookEndpointList, WebhookParams
+  CreateWebhookBody, DeliveriesQuery, DeliveryPage, DeliveryParams, MAX_ENDPOINTS_PER_KEY, UpdateWebhookBody, WebhookEndpoint, WebhookEndpointList, WebhookParams
 } from '../../../schemas/webhooks.ts'
+import { duration } from '../../../schemas/wording.ts'
 import { openListCursor } from '../../../services/list-cursor.ts'
 import {
-  changeEndpoint, createEndpoint, getEndpoint, listEndpointDeliveries, listKeyEndpoints, redeliverEvent, removeEndpoint, rotateSecret
+  SECRET_OVERLAP_MS, changeEndpoint, createEndpoint, getEndpoint, listEndpointDeliveries, listKeyEndpoints, redeliverEvent, removeEndpoint, rotateSecret
 } from '../../../services/webhooks/endpoints.ts'
 import { v1Errors, v1Headers } from './shared.ts'
 
-const ENDPOINT = {
-  id: WEBHOOK_EXAMPLE_ID,
-  url: 'https://hooks.example.com/storefront',
-  events: ['order.*'],
-  description: 'Order sync',
-  status: 'enabled',
-  disabledReason: null,
-  createdAt: '2026-11-23T09:41:07.512Z'
-}
-const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw2cUx3OM5xZc='
-const DELIVERIES = {
-  items: [
-    { eventId: 'evt_1042', type: 'order.status_changed', status: 'pending', attempts: 2, lastAttemptAt: '2026-11-23T10:07:45.020Z', lastResponseStatus: 503, nextAttemptAt: '2026-11-23T10:37:45.020Z' },
-    { eventId: 'evt_1040', type: 'order.created', status: 'succeeded', attempts: 1, lastAttemptAt: '2026-11-23T09:41:07.930Z', lastResponseStatus: 200, nextAttemptAt: null }
-  ],
-  page: 1,
-  pageSize: 25,
-  total: 2,
-  nextCursor: null
-}
-
 const TAGS = ['Webhooks']
 const SCOPE = { scope: 'webhooks:manage' } as const
-function ok<T extends TSchema> (description: string, name: string, summary: string, value: unknown, schema: T) {
-  return documentedResponse(description, schema, { [name]: { summary, value } }, v1Headers(200))
+function ok<T extends TSchema> (description: string, examples: Record<string, ResponseExample>, schema: T) {
+  return documentedResponse(description, schema, examples, v1Headers(200))
 }
 
 const webhooks: FastifyPluginAsyncTypebox = async (app) => {
@@ -47,14 +28,12 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'createWebhook',
       summary: 'Create a webhook endpoint',
       description: `Events your key may see in the changes feed are POSTed to the URL as they happen, signed the Standard Webhooks way with the
-secret this answer shows (only this once). At most 10 endpoints a key. The URL must be https:// and its host public: a host that is
+secret this answer shows (only this once). At most ${MAX_ENDPOINTS_PER_KEY} endpoints a key. The URL must be https:// and its host public: a host that is
 or resolves to a loopback, private, link-local or unspecified address answers invalid_webhook_url, saying why.`,
       tags: TAGS,
       body: ref(CreateWebhookBody),
       response: {
-        201: documentedResponse('Created; the secret is shown this once', ref(WebhookEndpoint), {
-          created: { summary: 'An endpoint for order events', value: { ...ENDPOINT, secret: SECRET } }
-        }, v1Headers(201)),
+        201: documentedResponse('Created; the secret is shown this once', ref(WebhookEndpoint), RESPONSE_EXAMPLES.createWebhook, v1Headers(201)),
         ...v1Errors('invalid_webhook_url', 'webhook_limit_reached', 'invalid_json', 'payload_too_large', 'unsupported_media_type')
       }
     }
@@ -68,10 +47,10 @@ or resolves to a loopback, private, link-local or unspecified address answers in
     schema: {
       operationId: 'listWebhooks',
       summary: 'List your webhook endpoints',
-      description: 'Your key\'s endpoints, oldest first (at most 10), without their secrets.',
+      description: `Your key's endpoints, oldest first (at most ${MAX_ENDPOINTS_PER_KEY}), without their secrets.`,
       tags: TAGS,
       response: {
-        200: ok('Your endpoints', 'one', 'One endpoint', { items: [ENDPOINT] }, ref(WebhookEndpointList)),
+        200: ok('Your endpoints', RESPONSE_EXAMPLES.listWebhooks, ref(WebhookEndpointList)),
         ...v1Errors()
       }
     }
@@ -84,7 +63,7 @@ or resolves to a loopback, private, link-local or unspecified address answers in
       summary: 'Get a webhook endpoint',
       tags: TAGS,
       params: WebhookParams,
-      response: { 200: ok('The endpoint', 'endpoint', 'An enabled endpoint', ENDPOINT, ref(WebhookEndpoint)), ...v1Errors('webhook_not_found') }
+      response: { 200: ok('The endpoint', RESPONSE_EXAMPLES.getWebhook, ref(WebhookEndpoint)), ...v1Errors('webhook_not_found') }
     }
   }, async (request) => getEndpoint(app.database, request.apiKey!.id, request.params.id))
 
@@ -98,7 +77,7 @@ or resolves to a loopback, private, link-local or unspecified address answers in
       params: WebhookParams,
       body: ref(UpdateWebhookBody),
       response: {
-        200: ok('The endpoint as changed', 'enabled', 'Enabled again', ENDPOINT, ref(WebhookEndpoint)),
+        200: ok('The endpoint as changed', RESPONSE_EXAMPLES.updateWebhook, ref(WebhookEndpoint)),
         ...v1Errors('invalid_webhook_url', 'webhook_not_found', 'invalid_json', 'payload_too_large', 'unsupported_media_type')
       }
     }
@@ -127,11 +106,11 @@ or resolves to a loopback, private, link-local or unspecified address answers in
     schema: {
       operationId: 'rotateWebhookSecret',
       summary: 'Rotate the signing secret',
-      description: 'A new secret, shown this once. For 24 hours the previous secret signs beside it (the webhook-signature header carries both), so receivers can switch without missing a delivery.',
+      description: `A new secret, shown this once. For ${duration(SECRET_OVERLAP_MS)} the previous secret signs beside it (the webhook-signature header carries both), so receivers can switch without missing a delivery.`,
       tags: TAGS,
       params: WebhookParams,
       response: {
-        200: ok('The endpoint with its new secret', 'rotated', 'A new secret', { ...ENDPOINT, secret: SECRET }, ref(WebhookEndpoint)),
+        200: ok('The endpoint with its new secret', RESPONSE_EXAMPLES.rotateWebhookSecret, ref(WebhookEndpoint)),
         ...v1Errors('webhook_not_found')
       }
     }
@@ -142,12 +121,12 @@ or resolves to a loopback, private, link-local or unspecified address answers in
     schema: {
       operationId: 'listWebhookDeliveries',
       summary: 'List the deliveries to an endpoint',
-      description: 'Every event queued for the endpoint, newest first, with its state: pending (due at nextAttemptAt), succeeded or failed. 25 a page.',
+      description: `Every event queued for the endpoint, newest first, with its state: pending (due at nextAttemptAt), succeeded or failed. ${PAGE_SIZE} a page.`,
       tags: TAGS,
       params: WebhookParams,
       querystring: DeliveriesQuery,
       response: {
-        200: ok('A page of deliveries, newest first', 'deliveries', 'One being retried, one delivered', DELIVERIES, ref(DeliveryPage)),
+        200: ok('A page of deliveries, newest first', RESPONSE_EXAMPLES.listWebhookDeliveries, ref(DeliveryPage)),
         ...v1Errors('webhook_not_found', 'invalid_cursor')
       }
     }
