@@ -11,7 +11,7 @@ import { CatalogCache } from '../../services/catalog-cache.ts'
 import { Store } from '../../services/store.ts'
 import { WebhookUrlPolicy } from '../../services/webhooks/url-policy.ts'
 import { WebhookWorker } from '../../services/webhooks/worker.ts'
-import { authHeaders, buildTestApp, createEmptyDatabase, makeKey, sleep, usingPostgres } from '../helper.ts'
+import { authHeaders, buildTestApp, createEmptyDatabase, makeKey, sleep, usingPostgres, type TestContext } from '../helper.ts'
 
 /** Every task, in the order closing stops them. */
 const STOP_ORDER = [
@@ -49,7 +49,7 @@ async function settledTally (expected: Tally, ms = 3000): Promise<Tally> {
  * left is what the app left: a fresh PostgreSQL database (the server's admin connection, opened
  * before, stays open till teardown and is in both tallies) or a fresh PGlite.
  */
-async function ownDatabase (t: Parameters<Parameters<typeof t.test>[0]>[0]): Promise<() => Promise<Database>> {
+async function ownDatabase (t: TestContext): Promise<() => Promise<Database>> {
   const adminUrl = process.env.TEST_DATABASE_URL
   const url = adminUrl === undefined ? undefined : await createEmptyDatabase(t, 'sf_test', adminUrl)
   return async () => {
