@@ -5,13 +5,15 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { trustProxySetting, type Config } from './config.ts'
 import type { Database } from './db/client.ts'
 import { buildValidator } from './lib/validation.ts'
+import { requestKeys } from './plugins/auth.ts'
+import background from './plugins/background.ts'
+import databasePlugin from './plugins/database.ts'
 import errors, { frameworkErrors } from './plugins/errors.ts'
 import inputGuard from './plugins/input-guard.ts'
-import jobs from './plugins/jobs.ts'
 import metrics from './plugins/metrics.ts'
 import openapi from './plugins/openapi.ts'
 import redis from './plugins/redis.ts'
-import store from './plugins/store.ts'
+import state from './plugins/state.ts'
 import webhooks from './plugins/webhooks.ts'
 import externalV1 from './routes/external/v1/index.ts'
 import type { Resolver } from './services/webhooks/url-policy.ts'
@@ -78,11 +80,13 @@ export async function buildApp (options: AppOptions) {
   await app.register(errors)
   await app.register(inputGuard)
   await app.register(openapi)
-  await app.register(store, { database: options.database })
-  await app.register(jobs)
+  await app.register(databasePlugin, { database: options.database })
+  await app.register(state)
   await app.register(redis)
   await app.register(metrics)
   await app.register(webhooks, options.webhookResolver === undefined ? {} : { resolve: options.webhookResolver })
+  await app.register(background)
+  await app.register(requestKeys)
   await app.register(health)
   await app.register(externalV1, { prefix: '/external/v1' })
   return app

@@ -1,5 +1,6 @@
 // Admits every /external/v1 request: authenticates its API key, counts it against the rate
-// limit, and enforces the route's scope.
+// limit, and enforces the route's scope. `requestKeys`, registered at the root, adds the
+// request's key fields everywhere, so that outside the prefix they say "no key" too.
 import fp from 'fastify-plugin'
 import type { ApiKeyRecord } from '../db/api-keys.ts'
 import { apiError } from '../errors.ts'
@@ -7,7 +8,18 @@ import { isWellFormedSecret, type Scope } from '../lib/api-key-secret.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    apiKey: ApiKeyRecord | null
+    /**
+     * The key the request was authenticated with, or null: before authentication has
+     * decided, when it failed, and on every route outside /external/v1 (none takes a key).
+     * What may run then (the rate limiter counting a failed attempt) reads this one.
+     */
+    authenticatedKey: ApiKeyRecord | null
+    /**
+     * The caller's key, for the handlers of /external/v1: the admission hook below answers
+     * 401 before any of them can run without one. Read where no key was authenticated it
+     * throws (a 500) rather than pretend there is one.
+     */
+    readonly apiKey: ApiKeyRecord
   }
   interface FastifyContextConfig {
     /** The scope a key needs to call the route; of a list, any one of them. */
@@ -47,8 +59,17 @@ function presentedSecret (headers: Record<string, string | string[] | undefined>
   return { secret }
 }
 
+export const requestKeys = fp(async function requestKeysPlugin (app) {
+  app.decorateRequest('authenticatedKey', null)
+  app.decorateRequest('apiKey', {
+    getter () {
+      if (this.authenticatedKey === null) throw new Error(`request.apiKey read on ${this.method} ${this.url}, where no key was authenticated`)
+      return this.authenticatedKey
+    }
+  })
+}, { name: 'request-keys' })
+
 export default fp(async function authPlugin (app) {
-  app.decorateRequest('apiKey', null)
   const countRequest = app.rateLimit().bind(app)
 
   // The whole admission of a request, in order: who is calling; whether they may call this
@@ -59,7 +80,7 @@ export default fp(async function authPlugin (app) {
     let failure: AuthFailure | null = null
     if ('secret' in presented) {
       const result = await app.apiKeys.authenticate(presented.secret)
-      if (result.ok) request.apiKey = result.key
+      if (result.ok) request.authenticatedKey = result.key
       else failure = result.reason
     } else {
       failure = presented.failure
@@ -70,8 +91,8 @@ export default fp(async function authPlugin (app) {
     const scope = request.routeOptions.config.scope
     if (scope === undefined) return
     const anyOf: readonly Scope[] = typeof scope === 'string' ? [scope] : scope
-    if (!anyOf.some((s) => request.apiKey!.scopes.includes(s))) {
+    if (!anyOf.some((s) => request.apiKey.scopes.includes(s))) {
       throw apiError('insufficient_scope', `This API key lacks the ${anyOf.join(' or ')} scope`)
     }
   })
-}, { name: 'auth', dependencies: ['store', 'rate-limit', 'metrics'] })
+}, { name: 'auth', dependencies: ['request-keys', 'state', 'rate-limit', 'metrics'] })

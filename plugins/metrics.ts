@@ -66,4 +66,4 @@ export default fp(async function metricsPlugin (app) {
     }
     return reply.type(registry.contentType).send(await registry.metrics())
   })
-}, { name: 'metrics', dependencies: ['store'] })
+}, { name: 'metrics', dependencies: ['database'] })

@@ -5,11 +5,11 @@
 import fp from 'fastify-plugin'
 import rateLimit from '@fastify/rate-limit'
 import { apiError } from '../errors.ts'
-import { fleetRateLimitStore } from '../lib/rate-limit-store.ts'
+import { fleetRateLimitCounter } from '../lib/rate-limit-counts.ts'
 
 export default fp(async function rateLimitPlugin (app) {
   const { config } = app
-  const store = fleetRateLimitStore(app.redis, {
+  const counter = fleetRateLimitCounter(app.redis, {
     onFallback: (err) => app.log.error({ err }, 'rate limiting: Redis unreachable, counting per instance until it is back'),
     onRecovered: () => app.log.info('rate limiting: Redis is back, counts are shared again')
   })
@@ -17,10 +17,11 @@ export default fp(async function rateLimitPlugin (app) {
   await app.register(rateLimit, {
     // No hook of its own: authentication decides when a request is counted, and as what.
     global: false,
-    store,
+    store: counter,
     timeWindow: config.RATE_LIMIT_WINDOW * 1000,
-    keyGenerator: (request) => (request.apiKey ? `key:${request.apiKey.id}` : `ip:${request.ip}`),
-    max: (request) => (request.apiKey ? request.apiKey.rateLimit ?? config.RATE_LIMIT_MAX : config.AUTH_FAILURE_LIMIT),
+    // Counted once authentication has decided: with no key (it failed), per client IP.
+    keyGenerator: (request) => (request.authenticatedKey ? `key:${request.authenticatedKey.id}` : `ip:${request.ip}`),
+    max: (request) => (request.authenticatedKey ? request.authenticatedKey.rateLimit ?? config.RATE_LIMIT_MAX : config.AUTH_FAILURE_LIMIT),
     enableDraftSpec: true,
     errorResponseBuilder: (_request, context) =>
       apiError('rate_limit_exceeded', `Rate limit exceeded: ${context.max} requests per ${config.RATE_LIMIT_WINDOW} s; retry in ${context.after}`)
@@ -29,8 +30,8 @@ export default fp(async function rateLimitPlugin (app) {
   app.addHook('onSend', async (request, reply) => {
     const limit = reply.getHeader('ratelimit-limit')
     if (limit === undefined) return
-    const policy = request.apiKey ? 'per-key' : 'per-ip'
+    const policy = request.authenticatedKey ? 'per-key' : 'per-ip'
     reply.header('ratelimit-policy', `"${policy}";q=${String(limit)};w=${config.RATE_LIMIT_WINDOW}`)
     reply.header('ratelimit', `"${policy}";r=${String(reply.getHeader('ratelimit-remaining'))};t=${String(reply.getHeader('ratelimit-reset'))}`)
   })
-}, { name: 'rate-limit', dependencies: ['store', 'redis'] })
+}, { name: 'rate-limit', dependencies: ['request-keys', 'redis'] })

@@ -1,6 +1,5 @@
 // Adds webhooks: the URL policy the routes check endpoints with, and the delivery worker of
-// this instance (started when the app is ready; on close it stops claiming, waits for the
-// attempts in flight within the shutdown timeout and gives back what it could not finish).
+// this instance (started and stopped with the rest of the background work, plugins/background.ts).
 import fp from 'fastify-plugin'
 import { allowedHosts, retryScheduleMs } from '../config.ts'
 import { WebhookUrlPolicy, type Resolver } from '../services/webhooks/url-policy.ts'
@@ -11,9 +10,6 @@ declare module 'fastify' {
     webhooks: { policy: WebhookUrlPolicy, worker: WebhookWorker }
   }
 }
-
-/** How much of the shutdown timeout is kept for giving back unfinished deliveries. */
-const RELEASE_MARGIN_MS = 1000
 
 export default fp<{ resolve?: Resolver }>(async function webhooksPlugin (app, options) {
   const { config } = app
@@ -36,12 +32,4 @@ export default fp<{ resolve?: Resolver }>(async function webhooksPlugin (app, op
     onError: (err, what) => app.log.warn({ err }, `webhooks: ${what} failed`)
   })
   app.decorate('webhooks', { policy, worker })
-  app.addHook('onReady', async () => worker.start())
-  // Stopping begins before the server drains its connections, so the wait for attempts in
-  // flight runs beside that drain, within the same shutdown timeout; the database is still
-  // open until the app has closed.
-  let stopping: Promise<void> | undefined
-  const stop = () => (stopping ??= worker.stop(Math.max(0, config.SHUTDOWN_TIMEOUT - RELEASE_MARGIN_MS)))
-  app.addHook('preClose', async () => { stop().catch(() => {}) })
-  app.addHook('onClose', async () => stop())
-}, { name: 'webhooks', dependencies: ['store', 'metrics'] })
+}, { name: 'webhooks', dependencies: ['database', 'metrics'] })

@@ -1,6 +1,7 @@
 // Authenticates secrets through a short-lived cache, so a valid key is not looked up in the
 // database on every request while a revoked or deactivated one stops working within
-// `ttlMs` on every instance. Last use is written in batches.
+// `ttlMs` on every instance. Last use is written in batches: the background plugin calls
+// `flushLastUsed` on its schedule and once more when the app closes.
 import { findApiKeyByHash, keyState, touchApiKeys, type ApiKeyRecord, type KeyState } from '../db/api-keys.ts'
 import type { Database } from '../db/client.ts'
 import { hashSecret } from '../lib/api-key-secret.ts'
@@ -15,14 +16,10 @@ export class ApiKeyCache {
   readonly #entries = new Map<string, Entry>()
   readonly #inFlight = new Map<string, Promise<Entry>>()
   readonly #used = new Set<string>()
-  #touchTimer: NodeJS.Timeout | undefined
-  #onError: (err: unknown) => void
 
-  constructor (database: Database, options: { ttlMs: number, touchIntervalMs: number, onError: (err: unknown) => void }) {
+  constructor (database: Database, options: { ttlMs: number }) {
     this.#database = database
     this.#ttlMs = options.ttlMs
-    this.#onError = options.onError
-    this.#touchTimer = setInterval(() => { this.flushLastUsed().catch(this.#onError) }, options.touchIntervalMs).unref()
   }
 
   async authenticate (secret: string, now = Date.now()): Promise<AuthResult> {
@@ -66,10 +63,5 @@ export class ApiKeyCache {
       for (const id of ids) this.#used.add(id)
       throw err
     }
-  }
-
-  async close (): Promise<void> {
-    clearInterval(this.#touchTimer)
-    await this.flushLastUsed().catch(this.#onError)
   }
 }

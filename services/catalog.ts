@@ -6,12 +6,10 @@ import { recordEvents } from '../db/events.ts'
 import { countMatchingProducts, findProduct, listGroupings, listProducts, touchDiscountBoundaries, type Grouping, type ProductFilters } from '../db/products.ts'
 import { PAGE_SIZE, isUuid, type ListWindow } from '../schemas/common.ts'
 import type { CategoryPage, ListProductsQuery, Product, ProductPage } from '../schemas/products.ts'
+import type { CatalogCache } from './catalog-cache.ts'
 import { nextCursor } from './list-cursor.ts'
-import type { StoreState } from './store-state.ts'
 
 export type { ProductFilters }
-
-export interface CatalogReader { database: Database, storeState: StoreState }
 
 export type ProductListQuery = Omit<ListProductsQuery, 'page' | 'cursor'>
 
@@ -35,19 +33,19 @@ export function productFilters (q: ProductListQuery): ProductFilters {
   }
 }
 
-export async function getProduct ({ database, storeState }: CatalogReader, id: string): Promise<Product | null> {
-  return storeState.cachedRead(`product:${id.toLowerCase()}`, async () => {
+export async function getProduct (database: Database, catalogCache: CatalogCache, id: string): Promise<Product | null> {
+  return catalogCache.cachedRead(`product:${id.toLowerCase()}`, async () => {
     const found = await findProduct(database.db, id)
     return found && { value: found.product, changesAt: [found.priceChangesAt] }
   })
 }
 
-export async function listProductPage ({ database, storeState }: CatalogReader, filters: ProductFilters, window: ListWindow): Promise<ProductPage> {
-  const page = await storeState.cachedRead(`list:${JSON.stringify([filters, window.offset, window.after])}`, async () => {
+export async function listProductPage (database: Database, catalogCache: CatalogCache, cursorSecret: string, filters: ProductFilters, window: ListWindow): Promise<ProductPage> {
+  const page = await catalogCache.cachedRead(`list:${JSON.stringify([filters, window.offset, window.after])}`, async () => {
     const found = await listProducts(database.db, filters, window)
     // Counting every match again for each page is what made deep crawls slow: the total of a
     // filter is kept until the catalogue changes.
-    const total = found.total ?? (await storeState.cachedRead(`count:${JSON.stringify(filters)}`, async () => ({
+    const total = found.total ?? (await catalogCache.cachedRead(`count:${JSON.stringify(filters)}`, async () => ({
       value: await countMatchingProducts(database.db, filters),
       changesAt: []
     })))!
@@ -57,7 +55,7 @@ export async function listProductPage ({ database, storeState }: CatalogReader, 
         page: window.page,
         pageSize: PAGE_SIZE,
         total,
-        nextCursor: nextCursor(storeState.cursorSecret, 'products', filters, window.page, found.next)
+        nextCursor: nextCursor(cursorSecret, 'products', filters, window.page, found.next)
       },
       changesAt: found.items.map((i) => i.priceChangesAt)
     }
@@ -66,11 +64,11 @@ export async function listProductPage ({ database, storeState }: CatalogReader, 
 }
 
 /** A page of categories or brands with their product counts (the same shape for both). */
-export async function listGroupingPage ({ database, storeState }: CatalogReader, grouping: Grouping, window: ListWindow): Promise<CategoryPage> {
-  const page = await storeState.cachedRead(`${grouping}:${JSON.stringify([window.offset, window.after])}`, async () => {
+export async function listGroupingPage (database: Database, catalogCache: CatalogCache, cursorSecret: string, grouping: Grouping, window: ListWindow): Promise<CategoryPage> {
+  const page = await catalogCache.cachedRead(`${grouping}:${JSON.stringify([window.offset, window.after])}`, async () => {
     const { items, total, next } = await listGroupings(database.db, grouping, window)
     return {
-      value: { items, page: window.page, pageSize: PAGE_SIZE, total, nextCursor: nextCursor(storeState.cursorSecret, grouping, {}, window.page, next) },
+      value: { items, page: window.page, pageSize: PAGE_SIZE, total, nextCursor: nextCursor(cursorSecret, grouping, {}, window.page, next) },
       changesAt: []
     }
   })
@@ -82,12 +80,12 @@ export async function listGroupingPage ({ database, storeState }: CatalogReader,
  * moves too (sellPrice itself is computed at read time and always exact). Run every
  * sweep interval; returns how many products moved.
  */
-export async function markDiscountBoundaries ({ database, storeState }: CatalogReader, lookbackMs: number, now = new Date()): Promise<number> {
+export async function markDiscountBoundaries (database: Database, catalogCache: CatalogCache, lookbackMs: number, now = new Date()): Promise<number> {
   const moved = await database.db.transaction(async (tx) => {
     const ids = await touchDiscountBoundaries(tx, now, lookbackMs)
     await recordEvents(tx, ids.map((id) => ({ type: 'product.updated' as const, resourceId: id })))
     return ids
   })
-  if (moved.length > 0) await storeState.catalogChanged()
+  if (moved.length > 0) await catalogCache.catalogChanged()
   return moved.length
 }

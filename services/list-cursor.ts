@@ -1,6 +1,8 @@
 // Cursors of the page envelopes: `nextCursor` carries the list, its filters, the page it
 // leads to and the sort key of the last record shown, so the next page starts right after
 // that record (stable whatever changes meanwhile, and as cheap at page 4,000 as at page 1).
+import type { Database } from '../db/client.ts'
+import { readCursorSecret } from '../db/events.ts'
 import { apiError, invalidField } from '../errors.ts'
 import { openCursor, sealCursor } from '../lib/cursor.ts'
 import { MAX_PAGE, PAGE_SIZE, type ListWindow, type SortKey } from '../schemas/common.ts'
@@ -8,6 +10,11 @@ import { MAX_PAGE, PAGE_SIZE, type ListWindow, type SortKey } from '../schemas/c
 export type ListName = 'products' | 'orders' | 'categories' | 'brands' | 'deliveries'
 
 interface CursorPayload<F> { l: ListName, f: F, p: number, k: SortKey, o?: string }
+
+/** The secret cursors are sealed with: the same on every instance (it lives in the database). */
+export function loadCursorSecret (database: Database): Promise<string> {
+  return readCursorSecret(database.db)
+}
 
 /** The cursor of the page after `page`, or null when no record follows it. */
 export function nextCursor<F> (secret: string, list: ListName, filters: F, page: number, next: SortKey | null, owner?: string): string | null {

@@ -1,6 +1,6 @@
 // The operator's status changes. The external API never changes an order; the store moves
 // it along pending → confirmed → processing → shipped → delivered, or cancels it before it ships.
-import type { Db } from '../db/client.ts'
+import type { Database } from '../db/client.ts'
 import { recordEvents } from '../db/events.ts'
 import { lockOrder, updateOrderStatus } from '../db/orders.ts'
 import type { OrderStatus, OrderSummary } from '../schemas/orders.ts'
@@ -20,8 +20,8 @@ export type StatusChange =
   | { ok: false, reason: 'forbidden', from: OrderStatus, allowed: OrderStatus[] }
 
 /** Changes an order's status (by number or id) when its current status allows it. */
-export async function setOrderStatus (db: Db, orderNumberOrId: string, status: OrderStatus, now = new Date()): Promise<StatusChange> {
-  return db.transaction(async (tx) => {
+export async function setOrderStatus (database: Database, orderNumberOrId: string, status: OrderStatus, now = new Date()): Promise<StatusChange> {
+  return database.db.transaction(async (tx) => {
     const current = await lockOrder(tx, orderNumberOrId)
     if (current === null) return { ok: false, reason: 'not_found' } as const
     const allowed = STATUS_TRANSITIONS[current.status]

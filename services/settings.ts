@@ -1,6 +1,6 @@
 // The shop's settings, as the operator sees and changes them: the delivery fee added to
 // orders with an address, the default country of phone numbers written without +, and
-// maintenance. Every instance reads them through its poll (services/store-state.ts), so a
+// maintenance. Every instance reads them through its state poll (services/store.ts), so a
 // change is in force everywhere within a few seconds.
 import type { Database } from '../db/client.ts'
 import { readSettings, writeSetting } from '../db/settings.ts'

@@ -11,6 +11,7 @@ import { importCatalog } from '../services/catalog-import.ts'
 import { execute, migrateDatabase, openDatabase, type Database } from '../db/client.ts'
 import { SCOPES, type Scope } from '../lib/api-key-secret.ts'
 import { checkCatalog } from '../lib/catalog-file.ts'
+import { refreshState } from '../services/store.ts'
 import type { CatalogFile, CatalogProduct } from '../schemas/catalog-file.ts'
 import { enforceContract } from './contract.ts'
 
@@ -98,11 +99,16 @@ export function makeProduct (overrides: Partial<CatalogProduct> = {}): CatalogPr
   }
 }
 
+/** Runs the state poll at once: the store's settings and the catalogue version, as the database has them. */
+export function pollState (app: App): Promise<void> {
+  return refreshState(app.database, app.store, app.catalogCache)
+}
+
 /** Imports through the same path as `storefront catalog import`, and drops cached reads. */
 export async function importProducts (app: App, catalog: CatalogFile | CatalogProduct[]) {
   const file = Array.isArray(catalog) ? { products: catalog } : catalog
   const summary = await importCatalog(app.database, checkCatalog(structuredClone(file)))
-  await app.storeState.refresh()
+  await pollState(app)
   return summary
 }
 

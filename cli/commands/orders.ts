@@ -13,7 +13,7 @@ export function addOrdersCommands (program: Command, { config }: CommandContext)
     .option(...JSON_OPTION)
     .action(async (order: string, status: string, options: Output) => {
       if (!(ORDER_STATUSES as readonly string[]).includes(status)) throw new UsageError(`unknown status ${status}; statuses are ${ORDER_STATUSES.join(', ')}`)
-      const change = await withDatabase(config(), (database) => setOrderStatus(database.db, order, status as OrderStatus))
+      const change = await withDatabase(config(), (database) => setOrderStatus(database, order, status as OrderStatus))
       if (!change.ok && change.reason === 'not_found') throw new UsageError(`no order has number or id ${order}`)
       if (!change.ok) {
         const allowed = change.allowed.length > 0 ? `it can go to ${change.allowed.join(' or ')}` : 'it cannot change any more'

@@ -74,8 +74,9 @@ export class WebhookWorker {
     return this.#inFlight.size
   }
 
+  /** Polls every `pollMs` while idle; `stop` ends it (the app's background plugin calls both). */
   start (): void {
-    this.#timer = setInterval(() => { this.#pump() }, this.#options.pollMs).unref()
+    this.#timer = setInterval(() => { this.#pump() }, this.#options.pollMs)
   }
 
   /** Claims what is due and starts attempting it; resolves once claimed (not once attempted). */

@@ -134,6 +134,37 @@ t.test('401 invalid_api_key for every cause', async (t) => {
   })
 })
 
+t.test('no handler under /external/v1 runs without a key: every operation answers 401 to a request without a valid one', async (t) => {
+  const document = app.swagger() as { paths: Record<string, Record<string, unknown>> }
+  const operations = Object.entries(document.paths)
+    .filter(([path]) => path.startsWith('/external/v1/'))
+    .flatMap(([path, methods]) => Object.keys(methods).map((method) => [method.toUpperCase(), path.replaceAll(/\{[^}]+\}/g, crypto.randomUUID())] as const))
+  t.ok(operations.length >= 15, `${operations.length} operations`)
+  for (const [method, url] of operations) {
+    for (const headers of [{}, authHeaders(generateSecret())]) {
+      const res = await app.inject({ method: method as 'GET', url, headers })
+      // A handler that ran without a key would fail reading it (500), not answer 401.
+      t.match({ status: res.statusCode, body: res.json() }, { status: 401, body: { error: 'invalid_api_key' } }, `${method} ${url}`)
+    }
+  }
+})
+
+t.test('outside /external/v1 a request says it has no key', async (t) => {
+  const outside = await buildTestApp(t, { database, contract: false })
+  outside.get('/probe', async (request) => {
+    let apiKey = 'present'
+    try {
+      Reflect.get(request, 'apiKey')
+    } catch (err) {
+      apiKey = `throws: ${(err as Error).message}`
+    }
+    return { authenticatedKey: request.authenticatedKey, apiKey }
+  })
+  const { key } = await makeKey(outside, ['products:list'])
+  const res = await outside.inject({ url: '/probe', headers: authHeaders(key) })
+  t.same(res.json(), { authenticatedKey: null, apiKey: 'throws: request.apiKey read on GET /probe, where no key was authenticated' }, 'even with a valid key sent: the prefix authenticates, nothing else')
+})
+
 t.test('403 insufficient_scope names the missing scope', async (t) => {
   const { key: listOnly } = await makeKey(app, ['products:list'])
   const { key: findOnly } = await makeKey(app, ['products:find'])

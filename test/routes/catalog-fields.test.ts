@@ -6,7 +6,7 @@ import t from 'tap'
 import { execute } from '../../db/client.ts'
 import { writeSetting } from '../../db/settings.ts'
 import { setOrderStatus } from '../../services/order-status.ts'
-import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct, sleep } from '../helper.ts'
+import { authHeaders, buildTestApp, importProducts, makeKey, makeProduct, pollState, sleep } from '../helper.ts'
 
 const app = await buildTestApp(t)
 const { key } = await makeKey(app)
@@ -149,16 +149,16 @@ t.test('updatedAt: an import that changes nothing keeps it; a change, stock take
   await importProducts(app, { products: [{ ...marked, discount: { type: 'percentage', value: 10, startsAt, endsAt: null } }] })
   const imported = await updatedAt(marked.id)
   const { markDiscountBoundaries } = await import('../../services/catalog.ts')
-  t.equal(await markDiscountBoundaries(app, 60_000), 0, 'before it starts, nothing moves')
+  t.equal(await markDiscountBoundaries(app.database, app.catalogCache, 60_000), 0, 'before it starts, nothing moves')
   await sleep(400)
-  t.equal(await markDiscountBoundaries(app, 60_000), 1, 'once started, that product moves')
+  t.equal(await markDiscountBoundaries(app.database, app.catalogCache, 60_000), 1, 'once started, that product moves')
   t.ok(await updatedAt(marked.id) > imported)
-  t.equal(await markDiscountBoundaries(app, 60_000), 0, 'and only once')
+  t.equal(await markDiscountBoundaries(app.database, app.catalogCache, 60_000), 0, 'and only once')
 })
 
 t.test('an order carries deliveryFee, its address as sent (phone in E.164) and updatedAt', async (t) => {
   await writeSetting(app.database.db, 'deliveryFee', '4.99')
-  await app.storeState.refresh()
+  await pollState(app)
   const post = (payload: Record<string, unknown>) => app.inject({
     method: 'POST', url: '/external/v1/orders', headers: { ...headers, 'content-type': 'application/json' }, payload
   })
@@ -186,7 +186,7 @@ t.test('an order carries deliveryFee, its address as sent (phone in E.164) and u
   t.match(without, { deliveryFee: 0, address: null })
 
   await sleep(5)
-  await setOrderStatus(app.database.db, String(created.id), 'confirmed')
+  await setOrderStatus(app.database, String(created.id), 'confirmed')
   const confirmed = await get<{ updatedAt: string, date: string, status: string }>(`/external/v1/orders/${String(created.id)}`)
   t.equal(confirmed.status, 'confirmed')
   t.ok(confirmed.updatedAt > confirmed.date, 'a status change moves updatedAt')

@@ -48,7 +48,7 @@ t.test('an order writes order.created and product.updated for the stock it took'
 t.test('a status change writes order.status_changed', async (t) => {
   const order = await created(t, await postOrder(app, both, orderBody([line(lamp, 1)])))
   const start = await head(both)
-  const change = await setOrderStatus(app.database.db, order.orderNumber, 'confirmed')
+  const change = await setOrderStatus(app.database, order.orderNumber, 'confirmed')
   t.equal(change.ok, true)
   const { items } = await feed(both, `?after=${start}`)
   t.same(items.map((e) => ({ type: e.type, resourceId: e.resourceId, data: e.data })), [{

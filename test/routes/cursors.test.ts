@@ -136,7 +136,7 @@ t.test('updatedSince: only what changed at or after the instant', async (t) => {
   const orderSince = new Date().toISOString()
   await new Promise((resolve) => setTimeout(resolve, 5))
   t.same((await page(`/external/v1/orders?updatedSince=${orderSince}`)).items, [])
-  await setOrderStatus(app.database.db, order.orderNumber, 'confirmed')
+  await setOrderStatus(app.database, order.orderNumber, 'confirmed')
   const orders = await page<{ id: string, status: string }>(`/external/v1/orders?updatedSince=${orderSince}`)
   t.same(orders.items.map((i) => [i.id, i.status]), [[order.id, 'confirmed']])
   t.equal(orders.total, 1)

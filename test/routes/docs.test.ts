@@ -13,7 +13,7 @@ import { ERRORS, type ErrorCode } from '../../errors.ts'
 import { API_TITLE } from '../../plugins/openapi.ts'
 import { RESPONSE_EXAMPLES } from '../../schemas/examples.ts'
 import { demoCatalog } from '../../services/demo-catalog.ts'
-import { authHeaders, buildTestApp, makeKey } from '../helper.ts'
+import { authHeaders, buildTestApp, makeKey, pollState } from '../helper.ts'
 
 type Json = Record<string, any>
 interface Media { schema?: Json, example?: unknown, examples?: Record<string, { value: unknown }> }
@@ -68,7 +68,7 @@ const webhookResolver = async (hostname: string) => hostname.endsWith('example.c
 async function demoApp (t: Parameters<typeof buildTestApp>[0]) {
   const app = await buildTestApp(t, { webhookResolver })
   await importCatalog(app.database, demoCatalog())
-  await app.storeState.refresh()
+  await pollState(app)
   await app.ready()
   const document = app.swagger() as unknown as Document
   const ajv = new Ajv2020({ strict: false, allErrors: true })
@@ -325,12 +325,12 @@ t.test('the declared headers are the ones sent', async (t) => {
   await check('a 415', orders, 'post', { method: 'POST', url: orders, headers: { ...authHeaders(key), 'content-type': 'text/plain' }, payload: 'x' })
 
   await writeSetting(app.database.db, 'maintenance', true)
-  await app.storeState.refresh()
+  await pollState(app)
   const closed = await check('a 503 in maintenance', orders, 'post', { method: 'POST', url: orders, headers: authHeaders(key), payload: body })
   t.equal(closed.statusCode, 503)
   t.match(closed.headers['retry-after'], /^\d+$/)
   await writeSetting(app.database.db, 'maintenance', false)
-  await app.storeState.refresh()
+  await pollState(app)
 
   const health = await check('/healthz', '/healthz', 'get', { url: '/healthz' })
   t.notOk('ratelimit-limit' in health.headers, 'the service endpoints are not rate limited')

@@ -57,7 +57,7 @@ t.test('a copy kept by cursors and the feed ends identical to the store after a 
       while (storming.on) {
         const order = placed[Math.floor(Math.random() * placed.length)]
         if (order && next[order.status]) {
-          const change = await setOrderStatus(database.db, order.orderNumber, next[order.status]!)
+          const change = await setOrderStatus(database, order.orderNumber, next[order.status]!)
           if (change.ok) order.status = change.order.status
         }
         await sleep(40)

@@ -3,7 +3,8 @@ import t from 'tap'
 import type { App } from '../../app.ts'
 import { execute } from '../../db/client.ts'
 import { ReadCache } from '../../lib/read-cache.ts'
-import { StoreState } from '../../services/store-state.ts'
+import { CatalogCache } from '../../services/catalog-cache.ts'
+import { Store, refreshState } from '../../services/store.ts'
 import type { CatalogProduct } from '../../schemas/catalog-file.ts'
 import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, sleep, usingPostgres } from '../helper.ts'
 
@@ -23,6 +24,8 @@ const reader = await buildTestApp(t, { database, env })
 // moves the catalogue version) from the start, not at their first request.
 await Promise.all([writer.ready(), reader.ready()])
 const { key } = await makeKey(writer, ['products:list', 'products:find'])
+const catalogCache = (settleMs: number) => new CatalogCache(database, { bytes: 100_000, maxMs: 60_000, settleMs })
+const poll = (cache: CatalogCache) => refreshState(database, new Store(), cache)
 t.comment(`two instances on ${usingPostgres ? 'PostgreSQL' : 'one PGlite'}`)
 
 async function read (app: App, id: string) {
@@ -140,8 +143,8 @@ t.test('the first import into an empty store is seen by every instance', async (
 })
 
 t.test('concurrent misses of one key share one load', async (t) => {
-  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheBytes: 100_000, cacheMaxMs: 60_000, settleMs: 60_000, onError: (err) => { throw err } })
-  await state.refresh()
+  const state = catalogCache(60_000)
+  await poll(state)
   let loads = 0
   const load = async () => {
     loads++
@@ -157,8 +160,8 @@ t.test('concurrent misses of one key share one load', async (t) => {
 })
 
 t.test('a read that raced a catalogue change is not kept', async (t) => {
-  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheBytes: 100_000, cacheMaxMs: 60_000, settleMs: 60_000, onError: (err) => { throw err } })
-  await state.refresh()
+  const state = catalogCache(60_000)
+  await poll(state)
   let loads = 0
   const load = async () => {
     loads++
@@ -172,12 +175,12 @@ t.test('a read that raced a catalogue change is not kept', async (t) => {
 })
 
 t.test('an instance that has not polled lately reads through its cache', async (t) => {
-  const state = new StoreState(database, { pollIntervalMs: POLL_MS, cacheBytes: 100_000, cacheMaxMs: 60_000, settleMs: 200, onError: (err) => { throw err } })
+  const state = catalogCache(200)
   let loads = 0
   const load = async () => ({ value: ++loads, changesAt: [] })
   t.equal(await state.cachedRead('k', load), 1, 'never polled: read through')
   t.equal(await state.cachedRead('k', load), 2)
-  await state.refresh()
+  await poll(state)
   t.equal(await state.cachedRead('k', load), 3)
   t.equal(await state.cachedRead('k', load), 3, 'just polled: served from the cache')
   await sleep(250)

@@ -8,7 +8,7 @@ import { execute } from '../../db/client.ts'
 import { CatalogError, checkCatalog } from '../../lib/catalog-file.ts'
 import type { CatalogFile, CatalogProduct } from '../../schemas/catalog-file.ts'
 import {
-  authHeaders, buildTestApp, created, expectError, getJson, line, makeKey, makeProduct, orderBody, postOrder, type FullOrder
+  authHeaders, buildTestApp, created, expectError, getJson, line, makeKey, makeProduct, orderBody, pollState, postOrder, type FullOrder
 } from '../helper.ts'
 
 const app = await buildTestApp(t)
@@ -16,7 +16,7 @@ const { key } = await makeKey(app)
 
 async function importFile (file: CatalogFile, options: ImportOptions = {}) {
   const summary = await importCatalog(app.database, checkCatalog(structuredClone(file)), { batchSize: 2, ...options })
-  await app.storeState.refresh()
+  await pollState(app)
   return summary
 }
 

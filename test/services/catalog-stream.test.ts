@@ -7,7 +7,7 @@ import { importCatalog, type ImportOptions } from '../../services/catalog-import
 import { execute } from '../../db/client.ts'
 import { CatalogError, readCatalog } from '../../lib/catalog-file.ts'
 import type { CatalogFile, CatalogProduct } from '../../schemas/catalog-file.ts'
-import { authHeaders, buildTestApp, makeKey, makeProduct } from '../helper.ts'
+import { authHeaders, buildTestApp, makeKey, makeProduct, pollState } from '../helper.ts'
 
 // Events stay unpublished here (no publisher run), so the test sees them as the import wrote them.
 const app = await buildTestApp(t, { env: { EVENT_PUBLISH_MS: '3600000' } })
@@ -21,7 +21,7 @@ async function * chunks (text: string, size: number): AsyncGenerator<Buffer> {
 
 async function importText (text: string, options: ImportOptions = {}) {
   const summary = await importCatalog(app.database, readCatalog(chunks(text, 7)), { batchSize: 2, ...options })
-  await app.storeState.refresh()
+  await pollState(app)
   return summary
 }
 

@@ -173,7 +173,7 @@ t.test('a reader following nextCursor sees every committed event exactly once wh
       // Any status: a move the order's current status forbids writes nothing, and must show nothing.
       const to = pick(Object.keys(STATUS_TRANSITIONS) as OrderStatus[])
       try {
-        const change = await setOrderStatus(instances[i % 2]!.database.db, order.orderNumber, to)
+        const change = await setOrderStatus(instances[i % 2]!.database, order.orderNumber, to)
         if (change.ok) statusChanges.push({ orderId: order.id, from: change.from, to })
         else refusedStatus++
       } catch (err) {

@@ -46,7 +46,7 @@ async function statusSeen (app: App, ref: string): Promise<OrderStatus> {
 async function orderIn (t: T, status: OrderStatus): Promise<Summary> {
   const order = await newOrder(t)
   for (const next of PATH[status]) {
-    const result = await setOrderStatus(app.database.db, order.id, next)
+    const result = await setOrderStatus(app.database, order.id, next)
     t.equal(result.ok, true, `setup: → ${next}`)
   }
   t.equal(await statusSeen(app, order.id), status, `setup: the order is ${status}`)
@@ -59,7 +59,7 @@ t.test('every allowed transition succeeds and GET shows the new status', async (
       const order = await orderIn(t, from)
       // Alternate the two ways of naming an order.
       const ref = index % 2 === 0 ? order.orderNumber : order.id
-      const result = await setOrderStatus(app.database.db, ref, to)
+      const result = await setOrderStatus(app.database, ref, to)
       t.match(result, { ok: true, from, order: { id: order.id, orderNumber: order.orderNumber, status: to } })
       t.equal(await statusSeen(app, order.id), to)
       t.equal(await statusSeen(app, order.orderNumber), to)
@@ -70,7 +70,7 @@ t.test('every allowed transition succeeds and GET shows the new status', async (
 t.test('a whole life: pending → confirmed → processing → shipped → delivered', async (t) => {
   const order = await newOrder(t)
   for (const [i, next] of (['confirmed', 'processing', 'shipped', 'delivered'] as const).entries()) {
-    const result = await setOrderStatus(app.database.db, i % 2 === 0 ? order.id : order.orderNumber, next)
+    const result = await setOrderStatus(app.database, i % 2 === 0 ? order.id : order.orderNumber, next)
     t.equal(result.ok, true, `→ ${next}`)
     t.equal(await statusSeen(app, order.id), next)
   }
@@ -85,7 +85,7 @@ t.test('every other transition is refused as forbidden and changes nothing', asy
       for (const to of ORDER_STATUSES) {
         if (to === from || allowed.has(`${from}>${to}`)) continue
         for (const ref of [order.id, order.orderNumber]) {
-          const result = await setOrderStatus(app.database.db, ref, to)
+          const result = await setOrderStatus(app.database, ref, to)
           t.match(result, { ok: false, reason: 'forbidden', from }, `${from} → ${to} is forbidden`)
           if (!result.ok && result.reason === 'forbidden') t.same([...result.allowed].sort(), [...expectedAllowed].sort(), 'names what is allowed')
           t.equal(await statusSeen(app, order.id), from, 'status unchanged')
@@ -99,20 +99,20 @@ t.test('the examples of the brief, by number and by id', async (t) => {
   const cases: Array<[OrderStatus, OrderStatus]> = [['pending', 'shipped'], ['delivered', 'cancelled'], ['cancelled', 'confirmed'], ['shipped', 'cancelled']]
   for (const [from, to] of cases) {
     const order = await orderIn(t, from)
-    t.match(await setOrderStatus(app.database.db, order.orderNumber, to), { ok: false, reason: 'forbidden' }, `${from} → ${to} by number`)
-    t.match(await setOrderStatus(app.database.db, order.id, to), { ok: false, reason: 'forbidden' }, `${from} → ${to} by id`)
+    t.match(await setOrderStatus(app.database, order.orderNumber, to), { ok: false, reason: 'forbidden' }, `${from} → ${to} by number`)
+    t.match(await setOrderStatus(app.database, order.id, to), { ok: false, reason: 'forbidden' }, `${from} → ${to} by id`)
     t.equal(await statusSeen(app, order.id), from)
   }
 })
 
 t.test('an unknown order is not_found', async (t) => {
   for (const ref of [randomUUID(), '999999999', '999999999999999999', 'not-an-order', '', '-5']) {
-    t.same(await setOrderStatus(app.database.db, ref, 'confirmed'), { ok: false, reason: 'not_found' }, JSON.stringify(ref))
+    t.same(await setOrderStatus(app.database, ref, 'confirmed'), { ok: false, reason: 'not_found' }, JSON.stringify(ref))
   }
 })
 
 t.test('an upper-case GUID names the order', async (t) => {
   const order = await newOrder(t)
-  t.match(await setOrderStatus(app.database.db, order.id.toUpperCase(), 'confirmed'), { ok: true, from: 'pending' })
+  t.match(await setOrderStatus(app.database, order.id.toUpperCase(), 'confirmed'), { ok: true, from: 'pending' })
   t.equal(await statusSeen(app, order.id), 'confirmed')
 })

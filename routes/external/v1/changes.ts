@@ -26,7 +26,7 @@ of the resource shows it. Events are kept ${days(config.CHANGES_RETENTION_DAYS)}
       }
     }
   }, async (request) => {
-    const apiKey = request.apiKey!
+    const apiKey = request.apiKey
     return readChanges(app.database, { apiKeyId: apiKey.id, scopes: apiKey.scopes }, {
       after: request.query.after,
       limit: request.query.limit ?? FEED_LIMIT.default

@@ -29,8 +29,8 @@ const groupings: FastifyPluginAsyncTypebox = async (app) => {
       }
     }, async (request) => {
       const { cursor, page } = request.query
-      if (cursor === undefined) return listGroupingPage(app, route.grouping, pageWindow(page))
-      return listGroupingPage(app, route.grouping, openListCursor(app.storeState.cursorSecret, route.grouping, cursor, { page }).window)
+      if (cursor === undefined) return listGroupingPage(app.database, app.catalogCache, app.cursorSecret, route.grouping, pageWindow(page))
+      return listGroupingPage(app.database, app.catalogCache, app.cursorSecret, route.grouping, openListCursor(app.cursorSecret, route.grouping, cursor, { page }).window)
     })
   }
 }

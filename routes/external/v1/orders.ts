@@ -54,7 +54,7 @@ Send an Idempotency-Key to retry safely: the same key and body within ${hours(co
     validatorCompiler: () => () => true,
     handlerTimeout: config.ORDER_TIMEOUT_MS,
     preValidation: async (request) => {
-      if (app.storeState.settings.maintenance) {
+      if (app.store.settings.maintenance) {
         throw apiError('store_under_maintenance', undefined, { headers: { 'retry-after': String(config.MAINTENANCE_RETRY_AFTER) } })
       }
       const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase()
@@ -67,15 +67,15 @@ Send an Idempotency-Key to retry safely: the same key and body within ${hours(co
     }
     const base = publicBase ?? `${request.protocol}://${request.host}`
     const placed = await placeOrder(app.database, {
-      apiKeyId: request.apiKey!.id,
+      apiKeyId: request.apiKey.id,
       body: request.body,
       idempotencyKey,
-      settings: app.storeState.settings,
+      settings: app.store.settings,
       locationOf: (id) => `${base}/external/v1/orders/${id}`
     }, {
       idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
       idempotencyLockTimeoutMs: config.IDEMPOTENCY_LOCK_TIMEOUT_MS,
-      onStockTaken: () => app.storeState.catalogChanged()
+      onStockTaken: () => app.catalogCache.catalogChanged()
     })
     if (placed.replayed) {
       app.metrics.idempotentReplays.inc()
@@ -101,8 +101,8 @@ Send an Idempotency-Key to retry safely: the same key and body within ${hours(co
     }
   }, async (request) => {
     const { cursor, page, ...query } = request.query
-    const apiKeyId = request.apiKey!.id
-    const secret = app.storeState.cursorSecret
+    const apiKeyId = request.apiKey.id
+    const secret = app.cursorSecret
     if (cursor === undefined) return listOrders(app.database, secret, apiKeyId, orderFilters(query), pageWindow(page))
     const resumed = openListCursor<OrderFilters>(secret, 'orders', cursor, { page, ...query }, apiKeyId)
     return listOrders(app.database, secret, apiKeyId, resumed.filters, resumed.window)
@@ -126,7 +126,7 @@ Send an Idempotency-Key to retry safely: the same key and body within ${hours(co
       }
     }
   }, async (request) => {
-    const order = await getOrder(app.database, request.apiKey!.id, request.params.orderNumberOrId)
+    const order = await getOrder(app.database, request.apiKey.id, request.params.orderNumberOrId)
     if (order === null) throw apiError('order_not_found')
     return order
   })

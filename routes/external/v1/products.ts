@@ -27,9 +27,9 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request) => {
     const { cursor, page, ...query } = request.query
-    if (cursor === undefined) return listProductPage(app, productFilters(query), pageWindow(page))
-    const resumed = openListCursor<ProductFilters>(app.storeState.cursorSecret, 'products', cursor, { page, ...pick(query, LIST_PRODUCTS_PARAMETERS) })
-    return listProductPage(app, resumed.filters, resumed.window)
+    if (cursor === undefined) return listProductPage(app.database, app.catalogCache, app.cursorSecret, productFilters(query), pageWindow(page))
+    const resumed = openListCursor<ProductFilters>(app.cursorSecret, 'products', cursor, { page, ...pick(query, LIST_PRODUCTS_PARAMETERS) })
+    return listProductPage(app.database, app.catalogCache, app.cursorSecret, resumed.filters, resumed.window)
   })
 
   app.get('/products/:id', {
@@ -51,7 +51,7 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request) => {
     if (!isUuid(request.params.id)) throw apiError('invalid_product_id')
-    const product = await getProduct(app, request.params.id)
+    const product = await getProduct(app.database, app.catalogCache, request.params.id)
     if (product === null) throw apiError('product_not_found')
     return product
   })

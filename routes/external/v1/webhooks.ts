@@ -38,7 +38,7 @@ or resolves to a loopback, private, link-local or unspecified address answers in
       }
     }
   }, async (request, reply) => {
-    const endpoint = await createEndpoint(app.database, policy, request.apiKey!.id, request.body)
+    const endpoint = await createEndpoint(app.database, policy, request.apiKey.id, request.body)
     return reply.code(201).send(endpoint)
   })
 
@@ -54,7 +54,7 @@ or resolves to a loopback, private, link-local or unspecified address answers in
         ...v1Errors()
       }
     }
-  }, async (request) => listKeyEndpoints(app.database, request.apiKey!.id))
+  }, async (request) => listKeyEndpoints(app.database, request.apiKey.id))
 
   app.get('/webhooks/:id', {
     config: SCOPE,
@@ -65,7 +65,7 @@ or resolves to a loopback, private, link-local or unspecified address answers in
       params: WebhookParams,
       response: { 200: ok('The endpoint', RESPONSE_EXAMPLES.getWebhook, ref(WebhookEndpoint)), ...v1Errors('webhook_not_found') }
     }
-  }, async (request) => getEndpoint(app.database, request.apiKey!.id, request.params.id))
+  }, async (request) => getEndpoint(app.database, request.apiKey.id, request.params.id))
 
   app.patch('/webhooks/:id', {
     config: SCOPE,
@@ -81,7 +81,7 @@ or resolves to a loopback, private, link-local or unspecified address answers in
         ...v1Errors('invalid_webhook_url', 'webhook_not_found', 'invalid_json', 'payload_too_large', 'unsupported_media_type')
       }
     }
-  }, async (request) => changeEndpoint(app.database, policy, request.apiKey!.id, request.params.id, request.body))
+  }, async (request) => changeEndpoint(app.database, policy, request.apiKey.id, request.params.id, request.body))
 
   app.delete('/webhooks/:id', {
     config: SCOPE,
@@ -97,7 +97,7 @@ or resolves to a loopback, private, link-local or unspecified address answers in
       }
     }
   }, async (request, reply) => {
-    await removeEndpoint(app.database, request.apiKey!.id, request.params.id)
+    await removeEndpoint(app.database, request.apiKey.id, request.params.id)
     return reply.code(204).send(null)
   })
 
@@ -114,7 +114,7 @@ or resolves to a loopback, private, link-local or unspecified address answers in
         ...v1Errors('webhook_not_found')
       }
     }
-  }, async (request) => rotateSecret(app.database, request.apiKey!.id, request.params.id))
+  }, async (request) => rotateSecret(app.database, request.apiKey.id, request.params.id))
 
   app.get('/webhooks/:id/deliveries', {
     config: SCOPE,
@@ -133,8 +133,8 @@ or resolves to a loopback, private, link-local or unspecified address answers in
   }, async (request) => {
     const { cursor, page } = request.query
     const { id } = request.params
-    const apiKeyId = request.apiKey!.id
-    const secret = app.storeState.cursorSecret
+    const apiKeyId = request.apiKey.id
+    const secret = app.cursorSecret
     const window = cursor === undefined ? pageWindow(page) : openListCursor(secret, 'deliveries', cursor, { page }, id).window
     return listEndpointDeliveries(app.database, apiKeyId, id, window, secret)
   })
@@ -153,7 +153,7 @@ or resolves to a loopback, private, link-local or unspecified address answers in
       }
     }
   }, async (request, reply) => {
-    await redeliverEvent(app.database, request.apiKey!.id, request.params.id, request.params.eventId)
+    await redeliverEvent(app.database, request.apiKey.id, request.params.id, request.params.eventId)
     return reply.code(202).send(undefined as never)
   })
 }

@@ -4,8 +4,7 @@ import t from 'tap'
 import { writeSetting } from '../../../db/settings.ts'
 import { SCOPES, type Scope } from '../../../lib/api-key-secret.ts'
 import {
-  created, expectError, expectRefused, getJson, importProducts, line, makeKey, makeProduct, orderBody, orderStore, postOrder, productStock,
-  type OrderPage
+  created, expectError, expectRefused, getJson, importProducts, line, makeKey, makeProduct, orderBody, orderStore, pollState, postOrder, productStock, type OrderPage
 } from '../../helper.ts'
 
 const { app, key, products: { dime } } = await orderStore(t)
@@ -42,7 +41,7 @@ t.test('maintenance', async (t) => {
   const existing = await created(t, await postOrder(app, key, orderBody([line(product, 1)])))
   const setMaintenance = async (on: boolean) => {
     await writeSetting(app.database.db, 'maintenance', on)
-    await app.storeState.refresh()
+    await pollState(app)
   }
   t.teardown(() => setMaintenance(false))
   await setMaintenance(true)

@@ -6,7 +6,7 @@ import t from 'tap'
 import { execute } from '../../../db/client.ts'
 import { writeSetting } from '../../../db/settings.ts'
 import {
-  created, expectRefused, getJson, line, orderBody, orderRow, orderStore, PHONE, postOrder, productStock, UK_PHONE, type FullOrder
+  created, expectRefused, getJson, line, orderBody, orderRow, orderStore, PHONE, pollState, postOrder, productStock, UK_PHONE, type FullOrder
 } from '../../helper.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
@@ -240,13 +240,13 @@ t.test('create order: quantities and phones that are accepted', async (t) => {
   t.test('the store default country reads national numbers', async (t) => {
     t.teardown(async () => {
       await execute(app.database.db, sql`delete from store_settings where name = 'defaultCountry'`)
-      await app.storeState.refresh()
+      await pollState(app)
     })
     const body = orderBody([line(dime, 1)], { customerPhone: '213-373-4253' })
     await expectRefused(t, app, () => postOrder(app, key, body), 400, 'invalid_phone_number')
 
     await writeSetting(app.database.db, 'defaultCountry', 'US')
-    await app.storeState.refresh()
+    await pollState(app)
     const order = await created(t, await postOrder(app, key, body))
     t.equal(order.customerPhone, '+12133734253')
     t.equal((await orderRow(app, order.id))!.customer_phone, '+12133734253')

@@ -7,7 +7,7 @@ import { execute } from '../../../db/client.ts'
 import { writeSetting } from '../../../db/settings.ts'
 import type { CatalogProduct } from '../../../schemas/catalog-file.ts'
 import {
-  created, expectRefused, getJson, importProducts, line, makeProduct, orderBody, orderRow, orderStore, PHONE, postOrder, type FullOrder
+  created, expectRefused, getJson, importProducts, line, makeProduct, orderBody, orderRow, orderStore, PHONE, pollState, postOrder, type FullOrder
 } from '../../helper.ts'
 
 const { app, key, products: { dime, pricey, shirt, cap }, combinations: { RED_L, BLUE_S, CAP_ONE } } = await orderStore(t)
@@ -108,13 +108,13 @@ t.test('exact totals', async (t) => {
   t.test('finalTotal adds the delivery fee only when an address is given', async (t) => {
     t.teardown(async () => {
       await execute(app.database.db, sql`delete from store_settings where name = 'deliveryFee'`)
-      await app.storeState.refresh()
+      await pollState(app)
     })
     const beforeFee = await created(t, await postOrder(app, key, orderBody([line(dime, 3)], { address: { city: 'Paris' } })))
     t.equal(beforeFee.finalTotal, 0.3, 'the default fee is 0')
 
     await writeSetting(app.database.db, 'deliveryFee', '4.99')
-    await app.storeState.refresh()
+    await pollState(app)
     const pickup = await created(t, await postOrder(app, key, orderBody([line(dime, 3)])))
     t.equal(pickup.total, 0.3)
     t.equal(pickup.finalTotal, 0.3, 'no address: no fee')

@@ -1,4 +1,4 @@
-// A rate-limit store for @fastify/rate-limit that counts in Redis when it can (shared by
+// The request counter of @fastify/rate-limit (its `store` option): it counts in Redis when it can (shared by
 // every instance) and in this process when Redis cannot answer, going back to Redis as
 // soon as it does. One bucket per key across all routes (no per-route children).
 import type { Redis } from 'ioredis'
@@ -32,19 +32,19 @@ class LocalCounts {
   }
 }
 
-export interface StoreEvents {
+export interface CounterEvents {
   /** Redis failed; the count fell back to this instance. Called at most once per outage. */
   onFallback: (err: Error) => void
   /** Redis answers again after an outage. */
   onRecovered: () => void
 }
 
-export function fleetRateLimitStore (redis: Redis | null, events: StoreEvents) {
+export function fleetRateLimitCounter (redis: Redis | null, events: CounterEvents) {
   const local = new LocalCounts()
   let degraded = false
   redis?.defineCommand('storefrontRateLimit', { numberOfKeys: 1, lua: INCREMENT })
 
-  return class FleetRateLimitStore {
+  return class FleetRateLimitCounter {
     incr (key: string, cb: Callback, timeWindow: number): void {
       if (redis === null || redis.status !== 'ready') {
         if (redis !== null && !degraded) {
