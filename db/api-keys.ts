@@ -1,6 +1,6 @@
 // API keys: creation, lookup by hash, operator state changes, last-use bookkeeping.
 import { and, desc, eq, inArray, ne, sql } from 'drizzle-orm'
-import { generateSecret, hashSecret, type Scope } from '../lib/api-key-secret.ts'
+import { generateSecret, hashSecret, type KeyMode, type Scope } from '../lib/api-key-secret.ts'
 import type { Tx } from './client.ts'
 import { apiKeys } from './schema.ts'
 
@@ -14,6 +14,7 @@ export interface ApiKeyRecord {
   status: 'active' | 'inactive' | 'revoked'
   expiresAt: Date | null
   rateLimit: number | null
+  mode: KeyMode
 }
 
 export interface ApiKeySummary {
@@ -24,6 +25,7 @@ export interface ApiKeySummary {
   expiresAt: string | null
   lastUsedAt: string | null
   rateLimit: number | null
+  mode: KeyMode
   createdAt: string
 }
 
@@ -33,16 +35,18 @@ export function keyState (key: Pick<ApiKeyRecord, 'status' | 'expiresAt'>, now =
   return 'active'
 }
 
-export async function createApiKey (db: Tx, input: { name: string, scopes: Scope[], expiresAt?: Date | null, rateLimit?: number | null }) {
-  const secret = generateSecret()
+export async function createApiKey (db: Tx, input: { name: string, scopes: Scope[], expiresAt?: Date | null, rateLimit?: number | null, mode?: KeyMode }) {
+  const mode = input.mode ?? 'live'
+  const secret = generateSecret(mode)
   const [row] = await db.insert(apiKeys).values({
     name: input.name,
     keyHash: hashSecret(secret),
     scopes: input.scopes,
     expiresAt: input.expiresAt ?? null,
-    rateLimit: input.rateLimit ?? null
+    rateLimit: input.rateLimit ?? null,
+    mode
   }).returning({ id: apiKeys.id })
-  return { id: row!.id, name: input.name, key: secret, scopes: input.scopes, expiresAt: input.expiresAt?.toISOString() ?? null }
+  return { id: row!.id, name: input.name, key: secret, scopes: input.scopes, expiresAt: input.expiresAt?.toISOString() ?? null, mode }
 }
 
 export async function findApiKeyByHash (db: Tx, keyHash: string): Promise<ApiKeyRecord | null> {
@@ -53,7 +57,8 @@ export async function findApiKeyByHash (db: Tx, keyHash: string): Promise<ApiKey
     scopes: apiKeys.scopes,
     status: apiKeys.status,
     expiresAt: apiKeys.expiresAt,
-    rateLimit: apiKeys.rateLimit
+    rateLimit: apiKeys.rateLimit,
+    mode: apiKeys.mode
   }).from(apiKeys).where(eq(apiKeys.keyHash, keyHash))
   return row ? { ...row, scopes: row.scopes as Scope[] } : null
 }
@@ -68,6 +73,7 @@ export async function listApiKeys (db: Tx, now = new Date()): Promise<ApiKeySumm
     expiresAt: row.expiresAt?.toISOString() ?? null,
     lastUsedAt: row.lastUsedAt?.toISOString() ?? null,
     rateLimit: row.rateLimit,
+    mode: row.mode,
     createdAt: row.createdAt.toISOString()
   }))
 }

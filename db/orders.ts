@@ -4,7 +4,7 @@
 import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import { toAmount, toCents, type Discount } from '../lib/money.ts'
 import { isUuid, type ListWindow, type SortKey } from '../schemas/common.ts'
-import { ORDER_NUMBER_PATTERN, type DeliveryAddress, type Order, type OrderStatus, type OrderSummary } from '../schemas/orders.ts'
+import { ORDER_NUMBER_PATTERN, TEST_ORDER_NUMBER_PATTERN, type DeliveryAddress, type Order, type OrderMode, type OrderStatus, type OrderSummary } from '../schemas/orders.ts'
 import { containing, execute, type Tx } from './client.ts'
 import { insertEvents } from './events.ts'
 import { discountJson } from './products.ts'
@@ -65,6 +65,8 @@ export async function stockLeft (tx: Tx, owner: StockOwner, id: string): Promise
 
 export interface NewOrder {
   apiKeyId: string
+  /** The key's mode: a test order is numbered from its own sequence. */
+  mode: OrderMode
   total: string
   deliveryFee: string
   finalTotal: string
@@ -76,20 +78,27 @@ export interface NewOrder {
   items: Array<{ productId: string, combinationId: string | null, name: string, quantity: number, singlePrice: string, totalPrice: string }>
 }
 
+// Each mode's numbers, and how they are written: the sequence name is one of these two, never input.
+const NUMBERING: Record<OrderMode, { sequence: SQL, prefix: string }> = {
+  live: { sequence: sql.raw(`nextval('order_number_seq')`), prefix: '' },
+  test: { sequence: sql.raw(`nextval('test_order_number_seq')`), prefix: 'T' }
+}
+
 /**
- * Inserts the order (its number from the sequence), its items, the key's order count and its
- * `order.created` event, in one statement: one round trip whatever the number of lines.
+ * Inserts the order (its number from its mode's sequence), its items, the key's order count
+ * and its `order.created` event, in one statement: one round trip whatever the number of lines.
  */
 export async function insertOrder (tx: Tx, order: NewOrder, now: Date): Promise<OrderSummary> {
   const id = crypto.randomUUID()
+  const numbering = NUMBERING[order.mode]
   const at = sql`${now.toISOString()}::timestamptz`
   const items = order.items.map((item, line) => sql`(${id}::uuid, ${line}, ${item.productId}::uuid, ${item.combinationId}::uuid, ${item.name},
     ${item.quantity}, ${item.singlePrice}::numeric, ${item.totalPrice}::numeric)`)
   const [row] = await execute<RawOrderRow>(tx, sql`
     with placed as (
-      insert into orders (id, order_number, api_key_id, status, total, delivery_fee, final_total, products_count,
+      insert into orders (id, order_number, api_key_id, mode, status, total, delivery_fee, final_total, products_count,
         customer_name, customer_phone, note, address, created_at, updated_at)
-      values (${id}::uuid, nextval('order_number_seq'), ${order.apiKeyId}::uuid, 'pending', ${order.total}::numeric,
+      values (${id}::uuid, ${numbering.sequence}, ${order.apiKeyId}::uuid, ${order.mode}, 'pending', ${order.total}::numeric,
         ${order.deliveryFee}::numeric, ${order.finalTotal}::numeric, ${order.productsCount}, ${order.customerName},
         ${order.customerPhone}, ${order.note}, ${order.address === null ? null : JSON.stringify(order.address)}::jsonb, ${at}, ${at})
       returning *
@@ -100,9 +109,9 @@ export async function insertOrder (tx: Tx, order: NewOrder, now: Date): Promise<
       insert into order_counts (api_key_id, shard, count) values (${order.apiKeyId}::uuid, ${Math.floor(Math.random() * ORDER_COUNT_SHARDS)}, 1)
       on conflict (api_key_id, shard) do update set count = order_counts.count + 1
     ), event as (
-      ${insertEvents({ type: 'order.created', resourceId: sql`id`, apiKeyId: sql`api_key_id`, data: sql`jsonb_build_object('orderNumber', order_number::text, 'status', status)`, from: sql`placed` })}
+      ${insertEvents({ type: 'order.created', resourceId: sql`id`, apiKeyId: sql`api_key_id`, data: sql`jsonb_build_object('orderNumber', ${numbering.prefix} || order_number::text, 'status', status)`, from: sql`placed` })}
     )
-    select id, order_number, api_key_id, status, total::text, delivery_fee::text, final_total::text, products_count,
+    select id, order_number, api_key_id, mode, status, total::text, delivery_fee::text, final_total::text, products_count,
       customer_name, customer_phone, note, address, to_json(created_at) as created_at, to_json(updated_at) as updated_at
     from placed`)
   return toSummary(fromRaw(row!))
@@ -113,6 +122,7 @@ interface RawOrderRow {
   id: string
   order_number: string | number
   api_key_id: string
+  mode: OrderMode
   status: OrderStatus
   total: string
   delivery_fee: string
@@ -131,6 +141,7 @@ function fromRaw (row: RawOrderRow): OrderRow {
     id: row.id,
     orderNumber: Number(row.order_number),
     apiKeyId: row.api_key_id,
+    mode: row.mode,
     status: row.status,
     total: row.total,
     deliveryFee: row.delivery_fee,
@@ -199,7 +210,8 @@ type OrderRow = typeof orders.$inferSelect
 function toSummary (row: OrderRow): OrderSummary {
   return {
     id: row.id,
-    orderNumber: String(row.orderNumber),
+    orderNumber: NUMBERING[row.mode].prefix + String(row.orderNumber),
+    mode: row.mode,
     status: row.status,
     total: toAmount(toCents(row.total)),
     deliveryFee: toAmount(toCents(row.deliveryFee)),
@@ -221,15 +233,22 @@ function deliveryAddress (stored: Partial<DeliveryAddress>): DeliveryAddress {
   return Object.fromEntries(ADDRESS_FIELDS.map((field) => [field, stored[field] ?? null])) as unknown as DeliveryAddress
 }
 
-// Order numbers starting with the digits `prefix`, as ranges of the order_number index
+// Order numbers of `mode` starting with the digits `prefix`, as ranges of the order_number index
 // (123 → [123, 124), [1230, 1240), …): a text LIKE could not use it under a generic plan.
-function orderNumberPrefixRanges (prefix: string): SQL[] {
+function orderNumberPrefixRanges (prefix: string, mode: OrderMode): SQL[] {
   const ranges: SQL[] = []
   for (let scale = 1, digits = prefix.length; digits <= 15; scale *= 10, digits++) {
     const low = Number(prefix) * scale
-    ranges.push(sql`(${orders.orderNumber} >= ${low} and ${orders.orderNumber} < ${low + scale})`)
+    ranges.push(sql`(${orders.orderNumber} >= ${low} and ${orders.orderNumber} < ${low + scale} and ${orders.mode} = ${mode})`)
   }
   return ranges
+}
+
+/** An order number as written (100001, T100001) read as its mode and digits; null for anything else. */
+function readOrderNumber (text: string): { mode: OrderMode, digits: string } | null {
+  if (ORDER_NUMBER_PATTERN.test(text)) return { mode: 'live', digits: text }
+  if (TEST_ORDER_NUMBER_PATTERN.test(text)) return { mode: 'test', digits: text.slice(1) }
+  return null
 }
 
 export interface OrderFilters {
@@ -244,7 +263,8 @@ export async function listOrdersForKey (db: Tx, apiKeyId: string, filters: Order
   const conditions: SQL[] = [eq(orders.apiKeyId, apiKeyId)]
   if (query) {
     const search: SQL[] = [sql`lower(${orders.customerName} || ' ' || coalesce(${orders.customerPhone}, '')) like ${containing(query.toLowerCase())}`]
-    if (ORDER_NUMBER_PATTERN.test(query)) search.push(...orderNumberPrefixRanges(query))
+    const number = readOrderNumber(query)
+    if (number !== null) search.push(...orderNumberPrefixRanges(number.digits, number.mode))
     conditions.push(sql`(${sql.join(search, sql` or `)})`)
   }
   if (updatedSince !== undefined) conditions.push(sql`${orders.updatedAt} >= ${updatedSince}::timestamptz`)
@@ -272,10 +292,11 @@ export async function listOrdersForKey (db: Tx, apiKeyId: string, filters: Order
   }
 }
 
+// A number names one order of its mode: 100001 is never the test order T100001.
 function orderMatch (orderNumberOrId: string): SQL | null {
   if (isUuid(orderNumberOrId)) return eq(orders.id, orderNumberOrId.toLowerCase())
-  if (ORDER_NUMBER_PATTERN.test(orderNumberOrId)) return eq(orders.orderNumber, Number(orderNumberOrId))
-  return null
+  const number = readOrderNumber(orderNumberOrId)
+  return number === null ? null : and(eq(orders.orderNumber, Number(number.digits)), eq(orders.mode, number.mode))!
 }
 
 /** The order with its items, only when the calling key created it. */
@@ -304,15 +325,44 @@ export async function findOrderSummary (db: Tx, id: string): Promise<OrderSummar
   return row ? toSummary(row) : null
 }
 
-/** The order's current status, its row locked until the transaction ends. */
-export async function lockOrder (tx: Tx, orderNumberOrId: string): Promise<{ id: string, status: OrderStatus, apiKeyId: string } | null> {
+/**
+ * The order's current status, its row locked until the transaction ends; with `apiKeyId`,
+ * only when that key created it.
+ */
+export async function lockOrder (tx: Tx, orderNumberOrId: string, apiKeyId?: string): Promise<{ id: string, status: OrderStatus, apiKeyId: string, mode: OrderMode } | null> {
   const match = orderMatch(orderNumberOrId)
   if (match === null) return null
-  const [row] = await tx.select({ id: orders.id, status: orders.status, apiKeyId: orders.apiKeyId }).from(orders).where(match).for('update')
+  const [row] = await tx.select({ id: orders.id, status: orders.status, apiKeyId: orders.apiKeyId, mode: orders.mode }).from(orders)
+    .where(apiKeyId === undefined ? match : and(match, eq(orders.apiKeyId, apiKeyId))).for('update')
   return row ?? null
 }
 
 export async function updateOrderStatus (tx: Tx, id: string, status: OrderStatus, now: Date): Promise<OrderSummary> {
   const [updated] = await tx.update(orders).set({ status, updatedAt: now }).where(eq(orders.id, id)).returning()
   return toSummary(updated!)
+}
+
+/**
+ * Deletes the test orders created before `before`, with their items (by cascade), the
+ * Idempotency-Key records that would replay them and their share of their keys' order counts;
+ * returns how many orders went. One statement, so the counts always match what is left.
+ */
+export async function deleteTestOrders (db: Tx, before: Date): Promise<number> {
+  const [row] = await execute<{ n: number }>(db, sql`
+    with gone as (
+      delete from orders where mode = 'test' and created_at < ${before.toISOString()}::timestamptz
+      returning id, api_key_id
+    ), per_key as (
+      select api_key_id, count(*)::bigint as n from gone group by api_key_id
+    ), recounted as (
+      -- Taken from one shard per key, relative to what the row holds when locked, so a test
+      -- order placed meanwhile is still counted; the list's total reads only the sum.
+      update order_counts c set count = c.count - p.n from per_key p
+      where c.api_key_id = p.api_key_id and c.shard = (select min(shard) from order_counts where api_key_id = p.api_key_id)
+    ), forgotten as (
+      delete from idempotency_keys i using gone g
+      where i.api_key_id = g.api_key_id and i.response_body->>'id' = g.id::text
+    )
+    select count(*)::int as n from gone`)
+  return row!.n
 }

@@ -4,6 +4,7 @@ import {
   bigint, bigserial, boolean, check, index, integer, jsonb, numeric, pgSequence, pgTable, primaryKey,
   text, timestamp, uniqueIndex, uuid
 } from 'drizzle-orm/pg-core'
+import { KEY_MODES } from '../lib/api-key-secret.ts'
 import { ORDER_STATUSES } from '../schemas/orders.ts'
 
 // Money is numeric(12,2): exact, read as a string and handled as integer cents in lib/money.ts.
@@ -148,9 +149,14 @@ export const apiKeys = pgTable('api_keys', {
   expiresAt: timestamp('expires_at', { withTimezone: true }),
   lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
   rateLimit: integer('rate_limit'),
+  // live | test, fixed at creation: a test key's orders take no stock and only it sees them.
+  mode: text('mode', { enum: KEY_MODES }).notNull().default('live'),
   createdAt: createdAt(),
   updatedAt: updatedAt()
-}, (t) => [check('api_keys_status', sql`${t.status} in ('active', 'inactive', 'revoked')`)])
+}, (t) => [
+  check('api_keys_status', sql`${t.status} in ('active', 'inactive', 'revoked')`),
+  check('api_keys_mode', sql`${t.mode} in ('live', 'test')`)
+])
 
 // Operator settings: deliveryFee, defaultCountry, maintenance.
 export const storeSettings = pgTable('store_settings', {
@@ -163,11 +169,16 @@ export const storeSettings = pgTable('store_settings', {
 export const catalogVersion = pgSequence('catalog_version_seq')
 
 export const orderNumbers = pgSequence('order_number_seq', { startWith: 100001 })
+// Test orders count on their own (shown as T100001, …), so they never use up or reveal live numbers.
+export const testOrderNumbers = pgSequence('test_order_number_seq', { startWith: 100001 })
 
 export const orders = pgTable('orders', {
   id: uuid('id').primaryKey(),
-  orderNumber: bigint('order_number', { mode: 'number' }).notNull().unique(),
+  // Unique within a mode: live 100001 and test T100001 are different orders.
+  orderNumber: bigint('order_number', { mode: 'number' }).notNull(),
   apiKeyId: uuid('api_key_id').notNull().references(() => apiKeys.id),
+  // Its key's mode, copied so lookups by number and the purge of test orders need no join.
+  mode: text('mode', { enum: KEY_MODES }).notNull().default('live'),
   status: text('status', { enum: ORDER_STATUSES }).notNull(),
   total: money('total').notNull(),
   deliveryFee: money('delivery_fee').notNull(),
@@ -180,10 +191,14 @@ export const orders = pgTable('orders', {
   createdAt: createdAt(),
   updatedAt: updatedAt()
 }, (t) => [
+  uniqueIndex('orders_number_mode_uq').on(t.orderNumber, t.mode),
   index('orders_key_created_idx').on(t.apiKeyId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   index('orders_key_updated_idx').on(t.apiKeyId, t.updatedAt),
   index('orders_customer_search_trgm_idx').using('gin', sql`(lower(${t.customerName} || ' ' || coalesce(${t.customerPhone}, ''))) gin_trgm_ops`),
-  check('orders_status', sql`${t.status} in (${sql.raw(ORDER_STATUSES.map((s) => `'${s}'`).join(', '))})`)
+  check('orders_status', sql`${t.status} in (${sql.raw(ORDER_STATUSES.map((s) => `'${s}'`).join(', '))})`),
+  check('orders_mode', sql`${t.mode} in ('live', 'test')`),
+  // The purge of test orders walks only them.
+  index('orders_test_created_idx').on(t.createdAt).where(sql`${t.mode} = 'test'`)
 ])
 
 // How many orders each key has, spread over a few rows per key so concurrent orders of one

@@ -5,11 +5,18 @@ export const SCOPES = ['products:list', 'products:find', 'orders:create', 'order
 export type Scope = typeof SCOPES[number]
 export const isScope = (value: string): value is Scope => (SCOPES as readonly string[]).includes(value)
 
-const PREFIX = 'sk_'
-const SECRET_FORMAT = /^sk_[A-Za-z0-9_-]{43}$/
+/** live keys order for real; test keys read the live catalogue but their orders take nothing. */
+export const KEY_MODES = ['live', 'test'] as const
+export type KeyMode = typeof KEY_MODES[number]
+export const isKeyMode = (value: string): value is KeyMode => (KEY_MODES as readonly string[]).includes(value)
 
-export function generateSecret (): string {
-  return PREFIX + randomBytes(32).toString('base64url')
+// A test secret says so at a glance (in logs, in a config file); the mode itself is the
+// key's stored column, never read from the prefix.
+const PREFIXES: Record<KeyMode, string> = { live: 'sk_', test: 'sk_test_' }
+const SECRET_FORMAT = /^sk_(?:test_)?[A-Za-z0-9_-]{43}$/
+
+export function generateSecret (mode: KeyMode = 'live'): string {
+  return PREFIXES[mode] + randomBytes(32).toString('base64url')
 }
 
 export function isWellFormedSecret (value: string): boolean {

@@ -132,6 +132,7 @@ export default fp(async function openapiPlugin (app) {
       tags: [
         { name: 'Products', description: 'The catalogue' },
         { name: 'Orders', description: 'Orders created with your API key' },
+        { name: 'Test mode', description: 'Only for test keys (`sk_test_…`): move your own test orders through their statuses to exercise your integration. Test orders take no stock, and only the test key that made them sees them' },
         { name: 'Changes', description: 'What changed, to keep your own copy in sync' },
         { name: 'Webhooks', description: 'The changes pushed to your own HTTPS endpoints, signed (Standard Webhooks)' },
         { name: 'Service', description: 'Health and readiness; no key needed' }

@@ -242,6 +242,8 @@ const ERROR_EXAMPLES: { [C in ErrorCode]: Omit<ErrorExample<C>, 'code'> } = {
   invalid_item: { message: 'items[0].productId matches no product' },
   invalid_quantity: { message: 'items[1].quantity must be a whole number from 1 to 100,000' },
   invalid_phone_number: { message: 'customerPhone is not a valid phone number: write it with +country code, or send an ISO alpha-2 address.country' },
+  invalid_status_transition: { message: 'The order is delivered: it cannot go to cancelled; it cannot change any more' },
+  test_mode_only: { message: ERRORS.test_mode_only.message },
   order_creation_failed: {
     message: '2 lines cannot be ordered: items[0]: not enough stock for "Canvas Apron (Sand)": 2 available; items[1]: "Barista T-shirt" has combinations; send a combinationId',
     details: [

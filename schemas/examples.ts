@@ -50,6 +50,8 @@ export const PARAMETER_EXAMPLES: Record<string, Record<string, string | number>>
   listBrands: { page: 1 },
   listOrders: { query: 'Ada', page: 1, updatedSince: '2026-01-01T00:00:00Z' },
   getOrder: { orderNumberOrId: '100001' },
+  // A test key's first order, as the create example makes it with that key.
+  setTestOrderStatus: { orderNumberOrId: 'T100001' },
   listChanges: { after: 'evt_0', limit: 100 },
   // The endpoint the create example makes, as the webhook answers below show it.
   getWebhook: { id: WEBHOOK_EXAMPLE_ID },
@@ -137,6 +139,7 @@ const BRANDS = {
 const ORDER_SUMMARY = {
   id: '7d1c0b2e-4f3a-4e8b-9a61-2c5d8e0f4b17',
   orderNumber: '100001',
+  mode: 'live',
   status: 'pending',
   total: 96.98,
   deliveryFee: 0,
@@ -201,6 +204,7 @@ export const RESPONSE_EXAMPLES = {
   createOrder: { created: { summary: 'The order the request example creates in a fresh demo store', value: ORDER_SUMMARY } },
   listOrders: { ada: { summary: 'Your orders for Ada, as the parameter examples ask', value: { items: [ORDER_SUMMARY], page: 1, pageSize: 25, total: 1, nextCursor: null } } },
   getOrder: { byNumber: { summary: 'Order 100001, as the parameter example asks', value: ORDER } },
+  setTestOrderStatus: { confirmed: { summary: 'A test key\'s order T100001, confirmed', value: { ...ORDER, orderNumber: 'T100001', mode: 'test', status: 'confirmed' } } },
   listChanges: { events: { summary: 'A product changed, then an order was confirmed', value: FEED } },
   createWebhook: { created: { summary: 'An endpoint for order events', value: { ...ENDPOINT, secret: WEBHOOK_SECRET_EXAMPLE } } },
   listWebhooks: { one: { summary: 'One endpoint', value: { items: [ENDPOINT] } } },

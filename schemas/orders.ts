@@ -7,14 +7,21 @@ import { count } from './wording.ts'
 export const ORDER_STATUSES = ['pending', 'confirmed', 'processing', 'shipped', 'delivered', 'cancelled'] as const
 export type OrderStatus = typeof ORDER_STATUSES[number]
 
-/** An order number as integrators write it: digits, no leading zero, within a bigint. */
+/** A live order number as integrators write it: digits, no leading zero, within a bigint. */
 export const ORDER_NUMBER_PATTERN = /^[1-9]\d{0,14}$/
+/** A test order number: T and the digits of its own sequence (T100001); t is read as T. */
+export const TEST_ORDER_NUMBER_PATTERN = /^[Tt][1-9]\d{0,14}$/
+
+export const ORDER_MODES = ['live', 'test'] as const
+export type OrderMode = typeof ORDER_MODES[number]
 
 /**
  * The version of the OrderSummary shape: bump it whenever a field is added or changed, so
  * Idempotency-Key replays stored in an older shape are read again in the new one.
  */
-export const ORDER_SHAPE_VERSION = 2
+export const ORDER_SHAPE_VERSION = 3
+/** The shape before orders had `mode`: every order stored in it is a live one. */
+export const SHAPE_BEFORE_MODE = 2
 
 export const MAX_ORDER_LINES = 500
 export const MAX_LINE_QUANTITY = 100_000
@@ -88,7 +95,8 @@ export type DeliveryAddress = Static<typeof DeliveryAddress>
 
 const orderFields = {
   id: Uuid,
-  orderNumber: Type.String({ maxLength: 15, pattern: '^[1-9][0-9]{0,14}$', description: 'Short, readable, increasing', examples: ['100042'] }),
+  orderNumber: Type.String({ maxLength: 16, pattern: '^T?[1-9][0-9]{0,14}$', description: 'Short, readable, increasing; a test order\'s starts with T (T100001) and counts on its own', examples: ['100042'] }),
+  mode: Type.Unsafe<OrderMode>({ type: 'string', enum: [...ORDER_MODES], description: 'live, or test for an order made with a test key: it took no stock and only that key sees it', examples: ['live'] }),
   status: Type.Unsafe<OrderStatus>({ type: 'string', enum: [...ORDER_STATUSES], description: 'pending on creation; then changed by the store' }),
   total: { ...Money, description: 'Sum of the items\' totalPrice' },
   deliveryFee: { ...Money, description: 'What finalTotal adds to total: the store\'s delivery fee when an address was given, else 0' },
@@ -119,7 +127,18 @@ export const ListOrdersQuery = Type.Object({
 })
 
 export const OrderParams = Type.Object({
-  orderNumberOrId: Type.String({ maxLength: 200, description: 'An order number or an order GUID' })
+  orderNumberOrId: Type.String({ maxLength: 200, description: 'An order number (T100001 for a test order) or an order GUID' })
 })
 
-export const orderSchemas = [Address, OrderItemInput, CreateOrderBody, DeliveryAddress, OrderItem, OrderSummary, Order, OrderPage]
+export const TestOrderStatusBody = Type.Object({
+  status: Type.Unsafe<OrderStatus>({ type: 'string', enum: [...ORDER_STATUSES], description: 'Where the order goes: pending → confirmed | cancelled, confirmed → processing | cancelled, processing → shipped | cancelled, shipped → delivered' })
+}, {
+  $id: 'TestOrderStatusRequest',
+  title: 'TestOrderStatusRequest',
+  description: 'The status a test order moves to, as the store would move a live one',
+  additionalProperties: false,
+  examples: [{ status: 'confirmed' }]
+})
+export type TestOrderStatusBody = Static<typeof TestOrderStatusBody>
+
+export const orderSchemas = [Address, OrderItemInput, CreateOrderBody, DeliveryAddress, OrderItem, OrderSummary, Order, OrderPage, TestOrderStatusBody]

@@ -4,7 +4,7 @@
 import { createApiKey, listApiKeys, setApiKeyRateLimit, setApiKeyStatus, type ApiKeySummary, type KeyState } from '../db/api-keys.ts'
 import type { Database } from '../db/client.ts'
 import { apiError } from '../errors.ts'
-import { isScope, SCOPES, type Scope } from '../lib/api-key-secret.ts'
+import { isKeyMode, isScope, KEY_MODES, SCOPES, type KeyMode, type Scope } from '../lib/api-key-secret.ts'
 
 export type { ApiKeySummary }
 
@@ -17,6 +17,7 @@ export interface NewKey {
   scopes: Scope[]
   expiresAt: Date | null
   rateLimit: number | null
+  mode: KeyMode
 }
 
 export interface CreatedKey {
@@ -26,6 +27,7 @@ export interface CreatedKey {
   key: string
   scopes: Scope[]
   expiresAt: string | null
+  mode: KeyMode
 }
 
 /** A key's own requests per window: a whole number from 1 to MAX_RATE_LIMIT (`shown` is what the operator typed). */
@@ -38,9 +40,9 @@ export function checkRateLimit (rateLimit: number, shown = String(rateLimit)): n
 
 /**
  * The rules of a new key: a name, at least one scope and only known ones, an expiry in the
- * future, a rate limit in range. Checked before any database is opened.
+ * future, a rate limit in range, a mode (live unless asked). Checked before any database is opened.
  */
-export function newKey (input: { name: string, scopes: readonly string[], expiresAt?: Date | null, rateLimit?: number | null }, now = new Date()): NewKey {
+export function newKey (input: { name: string, scopes: readonly string[], expiresAt?: Date | null, rateLimit?: number | null, mode?: string }, now = new Date()): NewKey {
   const name = input.name.trim()
   if (name === '') throw apiError('validation_failed', 'a key needs a name: who it is for')
   const scopes = [...new Set(input.scopes)]
@@ -50,7 +52,9 @@ export function newKey (input: { name: string, scopes: readonly string[], expire
   const expiresAt = input.expiresAt ?? null
   if (expiresAt !== null && expiresAt <= now) throw apiError('validation_failed', `the expiry must be in the future, got ${expiresAt.toISOString()}`)
   const rateLimit = input.rateLimit == null ? null : checkRateLimit(input.rateLimit)
-  return { name, scopes: scopes as Scope[], expiresAt, rateLimit }
+  const mode = input.mode ?? 'live'
+  if (!isKeyMode(mode)) throw apiError('validation_failed', `unknown mode ${mode}; modes are ${KEY_MODES.join(', ')}`)
+  return { name, scopes: scopes as Scope[], expiresAt, rateLimit, mode }
 }
 
 export function createKey (database: Database, key: NewKey): Promise<CreatedKey> {

@@ -1,6 +1,8 @@
 // Placing an order: wholly or not at all, in one transaction. Prices come from the catalogue
 // at this moment, stock is taken with conditional decrements (never below zero, whatever
 // the concurrency), and an Idempotency-Key is claimed, replayed or refused on one path.
+// A test key's order runs the same checks against the same stock but takes none of it: it
+// writes only rows its own key can see (the order, its items, its count, its event).
 import type { Database } from '../db/client.ts'
 import {
   claimIdempotencyKey, deleteExpiredIdempotencyKeys, findIdempotencyRecord, findOrderSummary, insertOrder, loadSellables, stockLeft,
@@ -12,7 +14,7 @@ import { apiError, type ErrorDetail, type LineFailureReason } from '../errors.ts
 import { errorCodes } from '../lib/database-failure.ts'
 import { multiply, sellPriceCents, toCents, toDecimalText, type Cents } from '../lib/money.ts'
 import { jsonHash } from '../lib/json-hash.ts'
-import { ORDER_SHAPE_VERSION, type OrderSummary } from '../schemas/orders.ts'
+import { ORDER_SHAPE_VERSION, SHAPE_BEFORE_MODE, type OrderMode, type OrderSummary } from '../schemas/orders.ts'
 import { readOrderRequest, type OrderLine, type OrderRequest } from './order-request.ts'
 
 // numeric(12,2) holds up to 9,999,999,999.99.
@@ -20,6 +22,8 @@ const MAX_AMOUNT_CENTS = 999_999_999_999
 
 export interface PlaceOrderInput {
   apiKeyId: string
+  /** The key's mode: a test order takes no stock and changes nothing of the catalogue. */
+  mode: OrderMode
   body: unknown
   /** A valid Idempotency-Key header, if one was sent. */
   idempotencyKey: string | undefined
@@ -60,7 +64,9 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
       }
       const request = readOrderRequest(input.body, input.settings)
       const priced = priceLines(request, await loadSellables(tx, ...namedIds(request.lines)), now)
-      for (const stock of priced.stock) {
+      // A test order takes none of what a live one would, so no product changes either.
+      const taken = input.mode === 'live' ? priced.stock : []
+      for (const stock of taken) {
         if (!await takeStock(tx, stock.owner, stock.id, stock.quantity)) {
           // Sold out between the read above and this decrement: report what is left now.
           const available = await stockLeft(tx, stock.owner, stock.id)
@@ -68,11 +74,12 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
         }
       }
       // Stock is part of what integrators see of a product: its availability, updatedAt and event follow.
-      await refreshProductState(tx, [...new Set(priced.stock.map((taken) => taken.productId))], now)
+      await refreshProductState(tx, [...new Set(taken.map((t) => t.productId))], now)
       const deliveryFee: Cents = request.address ? toCents(input.settings.deliveryFee) : 0
       if (priced.total + deliveryFee > MAX_AMOUNT_CENTS) throw apiError('order_creation_failed', 'The order total is larger than an order can hold')
       const placed = await insertOrder(tx, {
         apiKeyId: input.apiKeyId,
+        mode: input.mode,
         total: toDecimalText(priced.total),
         deliveryFee: toDecimalText(deliveryFee),
         finalTotal: toDecimalText(priced.total + deliveryFee),
@@ -86,7 +93,7 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
       if (idempotency) {
         await storeIdempotentResponse(tx, input.apiKeyId, idempotency.key, { body: placed, shapeVersion: ORDER_SHAPE_VERSION, location: input.locationOf(placed.id) })
       }
-      return { placed, tookStock: priced.stock.length > 0 }
+      return { placed, tookStock: taken.length > 0 }
     })
   } catch (err) {
     // The lock_timeout ran out waiting for a concurrent request with the same key.
@@ -101,10 +108,13 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
 
 async function replay (database: Database, record: IdempotencyRecord, hash: string): Promise<PlacedOrder> {
   if (record.requestHash !== hash) throw apiError('idempotency_key_reused')
-  // Stored in an older shape (before an upgrade added a field): the same order, read again.
+  // Stored in an older shape (before an upgrade added a field): the same order in today's.
+  // Orders stored just before `mode` existed are all live ones; older shapes are read again.
   const order = record.shapeVersion === ORDER_SHAPE_VERSION
     ? record.body as OrderSummary
-    : await findOrderSummary(database.db, (record.body as { id: string }).id)
+    : record.shapeVersion === SHAPE_BEFORE_MODE
+      ? { ...record.body as Omit<OrderSummary, 'mode'>, mode: 'live' as const }
+      : await findOrderSummary(database.db, (record.body as { id: string }).id)
   if (order === null) throw apiError('internal_error', 'The order this Idempotency-Key created is gone')
   return { order, location: record.location, replayed: true }
 }

@@ -9,7 +9,7 @@ import { loadConfig } from '../config.ts'
 import { createApiKey } from '../db/api-keys.ts'
 import { importCatalog } from '../services/catalog-import.ts'
 import { execute, migrateDatabase, openDatabase, type Database } from '../db/client.ts'
-import { SCOPES, type Scope } from '../lib/api-key-secret.ts'
+import { SCOPES, type KeyMode, type Scope } from '../lib/api-key-secret.ts'
 import { checkCatalog } from '../lib/catalog-file.ts'
 import { refreshState } from '../services/store.ts'
 import type { CatalogFile, CatalogProduct } from '../schemas/catalog-file.ts'
@@ -80,8 +80,8 @@ export async function buildTestApp (t: TestContext, options: TestAppOptions = {}
 }
 
 /** Creates an API key and returns its secret. */
-export async function makeKey (app: App, scopes: Scope[] = [...SCOPES], extra: { expiresAt?: Date, rateLimit?: number, name?: string } = {}) {
-  return createApiKey(app.database.db, { name: extra.name ?? 'test', scopes, expiresAt: extra.expiresAt ?? null, rateLimit: extra.rateLimit ?? null })
+export async function makeKey (app: App, scopes: Scope[] = [...SCOPES], extra: { expiresAt?: Date, rateLimit?: number, name?: string, mode?: KeyMode } = {}) {
+  return createApiKey(app.database.db, { name: extra.name ?? 'test', scopes, expiresAt: extra.expiresAt ?? null, rateLimit: extra.rateLimit ?? null, mode: extra.mode ?? 'live' })
 }
 
 let counter = 0
@@ -160,11 +160,12 @@ export const UNLIMITED = { RATE_LIMIT_MAX: '1000000' }
 export const PHONE = '+12133734253'
 export const UK_PHONE = '+442079460958'
 /** The fields of an order without its items, as create and list answer it. */
-export const ORDER_SUMMARY_KEYS = ['address', 'customerName', 'customerPhone', 'date', 'deliveryFee', 'finalTotal', 'id', 'note', 'orderNumber', 'productsCount', 'status', 'total', 'updatedAt']
+export const ORDER_SUMMARY_KEYS = ['address', 'customerName', 'customerPhone', 'date', 'deliveryFee', 'finalTotal', 'id', 'mode', 'note', 'orderNumber', 'productsCount', 'status', 'total', 'updatedAt']
 
 export interface OrderSummary {
   id: string
   orderNumber: string
+  mode: 'live' | 'test'
   status: string
   total: number
   finalTotal: number

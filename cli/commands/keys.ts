@@ -1,6 +1,6 @@
 // storefront keys create | list | revoke | deactivate | activate | set-rate-limit.
 import type { Command } from 'commander'
-import { SCOPES } from '../../lib/api-key-secret.ts'
+import { KEY_MODES, SCOPES } from '../../lib/api-key-secret.ts'
 import { createKey, listKeys, newKey, setKeyRateLimit, setKeyStatus } from '../../services/api-key-admin.ts'
 import { JSON_OPTION, missingArguments, print, requireId, UsageError, withDatabase, type CommandContext, type Output } from '../context.ts'
 import { commaList, parseInstant, parseRateLimit } from '../input.ts'
@@ -19,19 +19,21 @@ export function addKeysCommands (program: Command, { config }: CommandContext): 
     .option('--scopes <list>', 'comma-separated scopes (required)')
     .option('--expires-at <iso>', 'when the key stops working: 2027-01-31 or 2027-01-31T12:00:00Z')
     .option('--rate-limit <n>', 'requests per window for this key, instead of RATE_LIMIT_MAX')
+    .option('--mode <mode>', `${KEY_MODES.join(' or ')}: a test key (sk_test_…) reads the live catalogue, but its orders take no stock and only it sees them`, 'live')
     .option(...JSON_OPTION)
     .addHelpText('after', `\nScopes: ${SCOPES.join(', ')}`)
-    .action(async (options: Output & { name?: string, scopes?: string, expiresAt?: string, rateLimit?: string }) => {
+    .action(async (options: Output & { name?: string, scopes?: string, expiresAt?: string, rateLimit?: string, mode: string }) => {
       if (!options.name?.trim()) throw new UsageError('--name is required')
       if (options.scopes === undefined) throw new UsageError(`--scopes is required (comma-separated: ${SCOPES.join(', ')})`)
       const key = newKey({
         name: options.name,
         scopes: commaList(options.scopes),
         expiresAt: options.expiresAt === undefined ? null : parseInstant(options.expiresAt, '--expires-at'),
-        rateLimit: options.rateLimit === undefined ? null : parseRateLimit(options.rateLimit)
+        rateLimit: options.rateLimit === undefined ? null : parseRateLimit(options.rateLimit),
+        mode: options.mode
       })
-      const { id, name, key: secret, scopes, expiresAt } = await withDatabase(config(), (database) => createKey(database, key))
-      print(options, { id, name, key: secret, scopes, expiresAt }, `created key ${id} (${name})\n${secret}\nKeep it secret: it is not shown again.`)
+      const { id, name, key: secret, scopes, expiresAt, mode } = await withDatabase(config(), (database) => createKey(database, key))
+      print(options, { id, name, key: secret, scopes, expiresAt, mode }, `created ${mode} key ${id} (${name})\n${secret}\nKeep it secret: it is not shown again.`)
     })
   keys.command('list')
     .description('list the keys with their state: active, inactive, revoked or expired')
@@ -40,9 +42,9 @@ export function addKeysCommands (program: Command, { config }: CommandContext): 
       const list = await withDatabase(config(), listKeys)
       const text = list.length === 0
         ? 'no keys'
-        : list.map((k) => `${k.id}  ${k.state.padEnd(8)}  ${k.name}  scopes=${k.scopes.join(',')}  expires=${k.expiresAt ?? 'never'}  lastUsed=${k.lastUsedAt ?? 'never'}  rateLimit=${k.rateLimit ?? 'default'}`).join('\n')
-      print(options, list.map(({ id, name, state, scopes, expiresAt, lastUsedAt, rateLimit, createdAt }) =>
-        ({ id, name, state, scopes, expiresAt, lastUsedAt, rateLimit, createdAt })), text)
+        : list.map((k) => `${k.id}  ${k.state.padEnd(8)}  ${k.mode}  ${k.name}  scopes=${k.scopes.join(',')}  expires=${k.expiresAt ?? 'never'}  lastUsed=${k.lastUsedAt ?? 'never'}  rateLimit=${k.rateLimit ?? 'default'}`).join('\n')
+      print(options, list.map(({ id, name, state, mode, scopes, expiresAt, lastUsedAt, rateLimit, createdAt }) =>
+        ({ id, name, state, mode, scopes, expiresAt, lastUsedAt, rateLimit, createdAt })), text)
     })
   for (const [verb, status, description] of STATUS_CHANGES) {
     const change = keys.command(verb)

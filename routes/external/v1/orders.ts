@@ -1,12 +1,14 @@
-// POST /orders, GET /orders, GET /orders/{orderNumberOrId}: an integrator's own orders.
+// POST /orders, GET /orders, GET /orders/{orderNumberOrId}: an integrator's own orders; and
+// POST /test/orders/{orderNumberOrId}/status, a test key moving its own test orders.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { apiError, invalidField } from '../../../errors.ts'
 import { PAGE_SIZE, conditionalResponses, documentedResponse, pageWindow, ref, withHeaders, type ResponseHeader } from '../../../schemas/common.ts'
 import { RESPONSE_EXAMPLES } from '../../../schemas/examples.ts'
-import { CreateOrderBody, ListOrdersQuery, Order, OrderPage, OrderParams, OrderSummary } from '../../../schemas/orders.ts'
+import { CreateOrderBody, ListOrdersQuery, Order, OrderPage, OrderParams, OrderSummary, TestOrderStatusBody } from '../../../schemas/orders.ts'
 import { hours } from '../../../schemas/wording.ts'
 import { openListCursor } from '../../../services/list-cursor.ts'
+import { setTestOrderStatus } from '../../../services/order-status.ts'
 import { getOrder, listOrders, orderFilters, type OrderFilters } from '../../../services/orders.ts'
 import { placeOrder } from '../../../services/place-order.ts'
 import { v1Errors, v1Headers } from './shared.ts'
@@ -34,7 +36,9 @@ const orders: FastifyPluginAsyncTypebox = async (app) => {
 Checks run in this order and the first failure answers: customer_name_required, items_required, invalid_item, invalid_quantity,
 invalid_phone_number, validation_failed (other fields), then the catalogue (invalid_item for an unknown product, order_creation_failed
 with one detail per line that cannot be ordered).
-Send an Idempotency-Key to retry safely: the same key and body within ${hours(config.IDEMPOTENCY_TTL_HOURS)} replays the first response.`,
+Send an Idempotency-Key to retry safely: the same key and body within ${hours(config.IDEMPOTENCY_TTL_HOURS)} replays the first response.
+With a test key (\`sk_test_…\`) the same checks run against the same stock, but the order takes no stock: it is a test order
+(mode test, numbered T100001, T100002, …) that only that key sees.`,
       tags: ['Orders'],
       headers: Type.Object({
         'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: `Any unique string (a UUID is ideal); retries with the same key and body replay the first response for ${hours(config.IDEMPOTENCY_TTL_HOURS)}` }))
@@ -68,6 +72,7 @@ Send an Idempotency-Key to retry safely: the same key and body within ${hours(co
     const base = publicBase ?? `${request.protocol}://${request.host}`
     const placed = await placeOrder(app.database, {
       apiKeyId: request.apiKey.id,
+      mode: request.apiKey.mode,
       body: request.body,
       idempotencyKey,
       settings: app.store.settings,
@@ -129,6 +134,30 @@ Send an Idempotency-Key to retry safely: the same key and body within ${hours(co
     const order = await getOrder(app.database, request.apiKey.id, request.params.orderNumberOrId)
     if (order === null) throw apiError('order_not_found')
     return order
+  })
+
+  app.post('/test/orders/:orderNumberOrId/status', {
+    config: { scope: 'orders:create' },
+    schema: {
+      operationId: 'setTestOrderStatus',
+      summary: 'Move one of your test orders (test keys only)',
+      description: `Test mode only: a test key (\`sk_test_…\`) moves one of its own test orders to a new status, as the store moves live
+orders: pending → confirmed | cancelled, confirmed → processing | cancelled, processing → shipped | cancelled, shipped → delivered.
+It writes order.status_changed to your changes feed and webhooks, as a store's change does. A live key gets test_mode_only;
+a live order can only be moved by the store.`,
+      tags: ['Test mode'],
+      params: OrderParams,
+      body: ref(TestOrderStatusBody),
+      response: {
+        200: documentedResponse('The test order in its new status, with its items', ref(Order), RESPONSE_EXAMPLES.setTestOrderStatus, ordersHeaders(200)),
+        ...withHeaders(v1Errors(
+          'invalid_status_transition', 'test_mode_only', 'order_not_found', 'invalid_json', 'payload_too_large', 'unsupported_media_type',
+          { code: 'validation_failed', message: 'body.status: must be equal to one of the allowed values', details: [{ path: 'body.status', message: 'must be equal to one of the allowed values' }] }
+        ), ordersHeaders)
+      }
+    }
+  }, async (request) => {
+    return setTestOrderStatus(app.database, request.apiKey, request.params.orderNumberOrId, request.body.status)
   })
 }
 
