@@ -80,8 +80,8 @@ export interface NewOrder {
 
 // Each mode's numbers, and how they are written: the sequence name is one of these two, never input.
 const NUMBERING: Record<OrderMode, { sequence: SQL, prefix: string }> = {
-  live: { sequence: sql.raw(`nextval('order_number_seq')`), prefix: '' },
-  test: { sequence: sql.raw(`nextval('test_order_number_seq')`), prefix: 'T' }
+  live: { sequence: sql.raw('nextval(\'order_number_seq\')'), prefix: '' },
+  test: { sequence: sql.raw('nextval(\'test_order_number_seq\')'), prefix: 'T' }
 }
 
 /**

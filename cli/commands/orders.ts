@@ -1,11 +1,14 @@
-// storefront orders set-status ORDER STATUS: an operator's status change, transitions enforced.
+// storefront orders set-status ORDER STATUS: an operator's status change, transitions enforced;
+// storefront orders purge-test: test keys' orders deleted, live ones never.
 import type { Command } from 'commander'
 import { ORDER_STATUSES, type OrderStatus } from '../../schemas/orders.ts'
 import { setOrderStatus } from '../../services/order-status.ts'
+import { purgeTestOrders } from '../../services/test-orders.ts'
 import { JSON_OPTION, missingArguments, print, UsageError, withDatabase, type CommandContext, type Output } from '../context.ts'
+import { parseInstant } from '../input.ts'
 
 export function addOrdersCommands (program: Command, { config }: CommandContext): void {
-  const orders = program.command('orders').description('orders: set-status ORDER STATUS')
+  const orders = program.command('orders').description('orders: set-status ORDER STATUS, purge-test')
   const setStatus = orders.command('set-status')
     .description('change the status of an order; only the allowed transitions are made')
     .argument('<ORDER>', 'the order number or id')
@@ -22,4 +25,13 @@ export function addOrdersCommands (program: Command, { config }: CommandContext)
       print(options, change.order, `order ${change.order.orderNumber}: ${change.from} → ${change.order.status}`)
     })
   missingArguments.set(setStatus, 'orders set-status needs ORDER (number or id) and STATUS')
+  orders.command('purge-test')
+    .description('delete the test orders (made with test keys) created before an instant, with their items; live orders are never touched')
+    .option('--before <iso>', 'only orders created before this instant: 2027-01-31 or 2027-01-31T12:00:00Z (default: now)')
+    .option(...JSON_OPTION)
+    .action(async (options: Output & { before?: string }) => {
+      const before = options.before === undefined ? new Date() : parseInstant(options.before, '--before')
+      const deleted = await withDatabase(config(), (database) => purgeTestOrders(database, before))
+      print(options, { deleted }, `deleted ${deleted} test order${deleted === 1 ? '' : 's'} created before ${before.toISOString()}`)
+    })
 }
