@@ -101,10 +101,10 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
   await t.test('keys create prints the key once and stores only its hash', async (t) => {
     const expiresAt = new Date(Date.now() + 30 * 24 * 3600 * 1000).toISOString()
     const alpha = json(t, await run(['keys', 'create', '--name', 'Alpha shop', '--scopes', 'products:list,orders:create', '--json']), 'create alpha')
-    t.strictSame(Object.keys(alpha), ['id', 'name', 'key', 'scopes', 'expiresAt'])
-    t.match(alpha, { id: /^[0-9a-f-]{36}$/, name: 'Alpha shop', key: /^sk_[A-Za-z0-9_-]{43}$/, scopes: ['products:list', 'orders:create'], expiresAt: null })
+    t.strictSame(Object.keys(alpha), ['id', 'name', 'key', 'scopes', 'expiresAt', 'mode'])
+    t.match(alpha, { id: /^[0-9a-f-]{36}$/, name: 'Alpha shop', key: /^sk_[A-Za-z0-9_-]{43}$/, scopes: ['products:list', 'orders:create'], expiresAt: null, mode: 'live' })
     const beta = json(t, await run(['keys', 'create', '--name', 'beta', '--scopes', 'products:find', '--expires-at', expiresAt, '--rate-limit', '50', '--json']), 'create beta')
-    t.strictSame({ ...beta, id: '', key: '' }, { id: '', name: 'beta', key: '', scopes: ['products:find'], expiresAt })
+    t.strictSame({ ...beta, id: '', key: '' }, { id: '', name: 'beta', key: '', scopes: ['products:find'], expiresAt, mode: 'live' })
     const gamma = json(t, await run(['keys', 'create', '--name', 'gamma', '--scopes', 'products:list, products:find ,orders:list,orders:find,orders:create,webhooks:manage', '--json']), 'create gamma')
     t.equal(gamma.scopes.length, 6)
     // Without --json: the key and a warning, for a person.
@@ -113,7 +113,7 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
     const deltaKey = /sk_[A-Za-z0-9_-]{43}/.exec(delta.stdout)?.[0]
     t.ok(deltaKey, 'the key is printed')
     t.match(delta.stdout, /not shown again/)
-    const deltaId = /created key ([0-9a-f-]{36})/.exec(delta.stdout)?.[1]
+    const deltaId = /created live key ([0-9a-f-]{36})/.exec(delta.stdout)?.[1]
     Object.assign(keys, { alpha, beta, gamma, delta: { id: deltaId!, key: deltaKey! } })
 
     const secrets = Object.values(keys).map((k) => k.key)
@@ -140,12 +140,12 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
     t.ok(Array.isArray(list))
     t.equal(list.length, 4)
     for (const key of list) {
-      t.strictSame(Object.keys(key), ['id', 'name', 'state', 'scopes', 'expiresAt', 'lastUsedAt', 'rateLimit', 'createdAt'], `${key.name}: exactly the documented fields`)
+      t.strictSame(Object.keys(key), ['id', 'name', 'state', 'mode', 'scopes', 'expiresAt', 'lastUsedAt', 'rateLimit', 'createdAt'], `${key.name}: exactly the documented fields`)
       t.ok(!Number.isNaN(Date.parse(key.createdAt)), 'createdAt is a timestamp')
     }
     t.notOk(JSON.stringify(list).includes('sk_'), 'no secret in the list')
     const byName = Object.fromEntries(list.map((k: { name: string }) => [k.name, k]))
-    t.match(byName['Alpha shop'], { id: keys.alpha!.id, state: 'active', scopes: ['products:list', 'orders:create'], expiresAt: null, lastUsedAt: null, rateLimit: null })
+    t.match(byName['Alpha shop'], { id: keys.alpha!.id, state: 'active', mode: 'live', scopes: ['products:list', 'orders:create'], expiresAt: null, lastUsedAt: null, rateLimit: null })
     t.match(byName.beta, { id: keys.beta!.id, state: 'expired', scopes: ['products:find'], expiresAt: /^\d{4}-\d{2}-\d{2}T/, rateLimit: 50 })
     t.ok(Date.parse(byName.beta.expiresAt) < Date.now())
     t.match(byName.gamma, { state: 'revoked', scopes: ['products:list', 'products:find', 'orders:list', 'orders:find', 'orders:create', 'webhooks:manage'] })
