@@ -333,6 +333,8 @@ t.test('bad calls refused in the command itself', async (t) => {
     [['settings', 'set', 'defaultCountry', 'USA'], /defaultCountry must be an ISO 3166 alpha-2 code/],
     [['maintenance', 'maybe'], /^storefront maintenance: unknown command 'maybe' \(see storefront maintenance --help\)$/],
     [['orders', 'set-status', '100001', 'teleported'], /unknown status teleported/],
+    [['keys', 'create', '--name', 'x', '--scopes', 'products:list', '--mode', 'sandbox'], /unknown mode sandbox; modes are live, test/],
+    [['orders', 'purge-test', '--before', 'yesterday'], /--before must be an ISO 8601 date.*got yesterday/],
     [['webhooks', 'disable', 'not-a-guid'], /webhooks disable needs an endpoint id.*got not-a-guid/],
     [['webhooks', 'enable'], /webhooks enable needs an endpoint id/],
     [['webhooks', 'list', '--key', 'nope'], /webhooks list --key needs a key id.*got nope/],
