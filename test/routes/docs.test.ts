@@ -21,6 +21,7 @@ interface Response { description: string, headers?: Record<string, Json>, conten
 interface Parameter { name: string, in: string, example?: unknown, required?: boolean }
 interface Operation {
   operationId: string
+  tags?: string[]
   parameters?: Parameter[]
   requestBody?: { content: Record<string, Media> }
   responses: Record<string, Response>
@@ -222,9 +223,23 @@ function onOwnEndpoint (url: string, endpointId: string | undefined): string {
 // A redelivery names an event the endpoint was sent: the store's own history, which no example can know.
 const OWN_HISTORY = new Set(['redeliverWebhook'])
 
+/**
+ * The key each operation's examples are sent with: a live key, but a test key for the test-only
+ * operations, whose examples name that key's first test order (T100001): the create example
+ * makes it here, as an integrator's first test order.
+ */
+async function exampleKeys (app: Awaited<ReturnType<typeof demoApp>>['app'], document: Document) {
+  const { key } = await makeKey(app)
+  const { key: testKey } = await makeKey(app, undefined, { mode: 'test' })
+  const body = resolve(document, { $ref: '#/components/schemas/CreateOrderRequest' }).examples[0]
+  const first = await app.inject({ method: 'POST', url: '/external/v1/orders', headers: authHeaders(testKey), payload: body as Json })
+  if (first.json<{ orderNumber: string }>().orderNumber !== 'T100001') throw new Error(`the test key's first order: ${first.body}`)
+  return (operation: Operation) => operation.tags?.includes('Test mode') ? testKey : key
+}
+
 t.test('every request example works as it is against the demo catalogue', async (t) => {
   const { app, document } = await demoApp(t)
-  const { key } = await makeKey(app)
+  const keyFor = await exampleKeys(app, document)
 
   let endpointId: string | undefined
   for (const { key: name, method, path, operation } of operationsOf(document).sort(creatingFirst)) {
@@ -240,7 +255,7 @@ t.test('every request example works as it is against the demo catalogue', async 
 
     const success = successOf(operation)
     for (const { url, body } of sends) {
-      const res = await app.inject({ method: method as 'GET', url: onOwnEndpoint(url, endpointId), headers: authHeaders(key), ...(body === undefined ? {} : { payload: body as Json }) })
+      const res = await app.inject({ method: method as 'GET', url: onOwnEndpoint(url, endpointId), headers: authHeaders(keyFor(operation)), ...(body === undefined ? {} : { payload: body as Json }) })
       t.equal(res.statusCode, success, `${name} ${url}${body === undefined ? '' : ` ${JSON.stringify(body)}`} answers ${success}`, { body: res.body })
       if (operation.operationId === 'createWebhook' && res.statusCode === 201) endpointId ??= res.json<{ id: string }>().id
     }
@@ -249,13 +264,13 @@ t.test('every request example works as it is against the demo catalogue', async 
 
 t.test('with every example at once, as "Try it out" sends them, an operation answers its documented example', async (t) => {
   const { app, document } = await demoApp(t)
-  const { key } = await makeKey(app)
+  const keyFor = await exampleKeys(app, document)
   let endpointId: string | undefined
   for (const { key: name, method, path, operation } of operationsOf(document).sort(creatingFirst)) {
     if (OWN_HISTORY.has(operation.operationId)) continue
     const [body] = bodyExamples(document, operation)
     const url = onOwnEndpoint(exampleUrl(path, operation.parameters ?? []), endpointId)
-    const res = await app.inject({ method: method as 'GET', url, headers: authHeaders(key), ...(body === undefined ? {} : { payload: body as Json }) })
+    const res = await app.inject({ method: method as 'GET', url, headers: authHeaders(keyFor(operation)), ...(body === undefined ? {} : { payload: body as Json }) })
     const success = successOf(operation)
     t.equal(res.statusCode, success, `${name} answers ${success}`)
     if (operation.operationId === 'createWebhook' && res.statusCode === 201) endpointId = res.json<{ id: string }>().id
