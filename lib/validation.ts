@@ -6,13 +6,43 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
 import { clipPath } from '../errors.ts'
-import { UUID_PATTERN } from '../schemas/common.ts'
+import { LIST_KEYWORD, UUID_PATTERN } from '../schemas/common.ts'
+
+/** The instants every timestamp the API reads must lie within: years PostgreSQL and JavaScript both hold. */
+export const INSTANT_RANGE = { min: '0001-01-01T00:00:00Z', max: '9999-12-31T23:59:59Z' } as const
+const INSTANT_MIN_MS = Date.parse(INSTANT_RANGE.min)
+const INSTANT_MAX_MS = Date.parse(INSTANT_RANGE.max)
+const RFC3339_PARTS = /^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(\.\d+)?(?:[Zz]|([+-])(\d\d):?(\d\d))$/
+const isRfc3339 = (addFormats.default.get('date-time') as { validate: (text: string) => boolean }).validate
+
+/**
+ * Whether an RFC 3339 date-time (already checked as one) names an instant within
+ * INSTANT_RANGE once its offset is applied: PostgreSQL refuses year 0, and an offset can push
+ * 0001-01-01T00:00:00+01:00 into it.
+ */
+export function instantInRange (text: string): boolean {
+  const parts = RFC3339_PARTS.exec(text)
+  if (parts === null) return false
+  const [, year, month, day, hour, minute, second, fraction = '', sign, offsetHours = '0', offsetMinutes = '0'] = parts
+  const at = new Date(0)
+  // setUTCFullYear, unlike Date.UTC, does not read years 0-99 as 1900-1999.
+  at.setUTCFullYear(Number(year), Number(month) - 1, Number(day))
+  at.setUTCHours(Number(hour), Number(minute), Number(second), Number(`0${fraction}`) * 1000)
+  const offset = (sign === '-' ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000
+  const ms = at.getTime() - offset
+  // A fraction of a millisecond past the last second is past it too.
+  const beyondMs = ms === INSTANT_MAX_MS && /[1-9]/.test(fraction)
+  return ms >= INSTANT_MIN_MS && ms <= INSTANT_MAX_MS && !beyondMs
+}
 
 function makeAjv (coerceTypes: 'array' | false): Ajv {
-  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: true, allErrors: true, strict: false })
+  // verbose: errors carry the value, so a timestamp out of range is told from one that is no timestamp.
+  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: true, allErrors: true, strict: false, verbose: true })
   addFormats.default(ajv)
   // ajv-formats' uuid also takes a `urn:uuid:` prefix, which PostgreSQL's uuid type refuses.
   ajv.addFormat('uuid', new RegExp(UUID_PATTERN))
+  // Every timestamp, of a query, a body or a catalogue file, is held to the range here.
+  ajv.addFormat('date-time', { type: 'string', validate: (text: string) => isRfc3339(text) && instantInRange(text) })
   return ajv
 }
 
@@ -30,7 +60,47 @@ export function addSharedSchemas (schemas: Iterable<object>): void {
 /** Fastify's schema compiler: bodies on the strict instance, everything else coerced. */
 export function buildValidator (externalSchemas: Record<string, { $id?: string }> = {}): FastifySchemaCompiler<unknown> {
   addSharedSchemas(Object.values(externalSchemas))
-  return ({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema as object) as ValidateFunction
+  return ({ schema, httpPart }) => {
+    const validate = (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema as object) as ValidateFunction
+    return httpPart === 'querystring' ? withRepeatedParameters(schema as object, validate) : validate
+  }
+}
+
+type Validator = ((data: unknown, context?: Parameters<ValidateFunction>[1]) => boolean) & { errors?: ErrorObject[] | null, schemaEnv?: unknown }
+
+/**
+ * A query's validator that first reads parameters sent more than once (the query parser
+ * makes them arrays): a list parameter (LIST_KEYWORD) sent several times means its
+ * comma-separated form, and is then held to the same length limit; any other declared
+ * parameter sent twice is refused by name, as no value of it could be the one meant.
+ */
+export function withRepeatedParameters (schema: object, validate: ValidateFunction): Validator {
+  const properties = (schema as { properties?: Record<string, Record<string, unknown>> }).properties
+  if (properties === undefined) return validate
+  const names = Object.keys(properties)
+  const lists = new Set(names.filter((name) => properties[name]![LIST_KEYWORD] === true))
+  const check: Validator = (query, context) => {
+    if (typeof query === 'object' && query !== null) {
+      const values = query as Record<string, unknown>
+      const repeated: ErrorObject[] = []
+      for (const name of names) {
+        const value = values[name]
+        if (!Array.isArray(value)) continue
+        if (lists.has(name)) values[name] = value.join(',')
+        else repeated.push({ keyword: 'repeated', instancePath: `/${name.replaceAll('~', '~0').replaceAll('/', '~1')}`, schemaPath: '#/properties', params: {}, message: `must be sent once (it was sent ${value.length} times)` })
+      }
+      if (repeated.length > 0) {
+        check.errors = repeated
+        return false
+      }
+    }
+    const valid = validate(query, context)
+    check.errors = validate.errors
+    return valid as boolean
+  }
+  // Fastify hands a validator with a schemaEnv its parent, so Ajv may coerce the root.
+  check.schemaEnv = validate.schemaEnv
+  return check
 }
 
 /** `/items/0/quantity` → `items[0].quantity`: the path shape of every error detail. */
@@ -49,6 +119,12 @@ const FORMAT_NAMES: Record<string, string> = {
   int64: 'a 64-bit integer'
 }
 
+/** A well-formed date-time whose instant is outside INSTANT_RANGE, or one with a year of five digits or more. */
+function outOfRange (value: unknown): boolean {
+  if (typeof value !== 'string') return false
+  return isRfc3339(value) ? !instantInRange(value) : /^[+-]?\d{5,}-\d\d-\d\d[Tt ]/.test(value)
+}
+
 function problemOf (error: ErrorObject): string {
   const params = error.params as Record<string, unknown>
   switch (error.keyword) {
@@ -59,7 +135,10 @@ function problemOf (error: ErrorObject): string {
     }
     case 'enum': return `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`
     case 'const': return `must be ${JSON.stringify(params.allowedValue)}`
-    case 'format': return `must be ${FORMAT_NAMES[String(params.format)] ?? `${article(String(params.format))} string`}`
+    case 'format': {
+      if (params.format === 'date-time' && outOfRange(error.data)) return `must be from ${INSTANT_RANGE.min} to ${INSTANT_RANGE.max}`
+      return `must be ${FORMAT_NAMES[String(params.format)] ?? `${article(String(params.format))} string`}`
+    }
     case 'maxLength': return `must be at most ${String(params.limit)} characters long`
     case 'minLength': return `must be at least ${String(params.limit)} characters long`
     case 'maxItems': return `must have at most ${String(params.limit)} items`
