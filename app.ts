@@ -56,6 +56,10 @@ export async function buildApp (options: AppOptions) {
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: config.BODY_LIMIT,
+    // JSON keys that reach a prototype are parsed as plain keys, so the input guard can refuse
+    // them by name (validation_failed) rather than the parser calling the body invalid JSON.
+    onProtoPoisoning: 'ignore',
+    onConstructorPoisoning: 'ignore',
     trustProxy: trustProxySetting(config.TRUST_PROXY),
     frameworkErrors,
     schemaController: { compilersFactory: { buildValidator: buildValidator as never } },

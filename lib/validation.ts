@@ -192,9 +192,21 @@ const LONE_SURROGATE = /\p{Cs}/u
 export const MAX_DEPTH = 32
 
 /**
+ * A key through which careless code could reach an object's prototype: `__proto__`, or a
+ * `constructor` object holding a `prototype`. JSON parsing keeps them as plain keys; the walk
+ * below refuses them, so no handler ever sees one.
+ */
+function prototypeKey (item: object): string | null {
+  if (Object.hasOwn(item, '__proto__')) return '__proto__'
+  const constructor = Object.hasOwn(item, 'constructor') ? (item as { constructor: unknown }).constructor : undefined
+  if (typeof constructor === 'object' && constructor !== null && Object.hasOwn(constructor, 'prototype')) return 'constructor.prototype'
+  return null
+}
+
+/**
  * Strings the database cannot store, wherever they are in a JSON value: a NUL character
  * (PostgreSQL text cannot hold U+0000) or a lone surrogate (not Unicode; jsonb refuses it);
- * and nesting deeper than MAX_DEPTH. Returns `[path, problem]` pairs, paths like
+ * a `__proto__` or `constructor.prototype` key; and nesting deeper than MAX_DEPTH. Returns `[path, problem]` pairs, paths like
  * `items[0].name` or `(root)`. Walks without recursion, so no input can exhaust the stack.
  */
 export function unstorableStrings (value: unknown, path = ''): Array<[string, string]> {
@@ -210,6 +222,13 @@ export function unstorableStrings (value: unknown, path = ''): Array<[string, st
       if (depth >= MAX_DEPTH) {
         problems.push([where, `must not nest more than ${MAX_DEPTH} levels deep`])
         continue
+      }
+      if (!Array.isArray(item)) {
+        const prototype = prototypeKey(item)
+        if (prototype !== null) {
+          problems.push([where, `must not contain a ${prototype} key`])
+          continue
+        }
       }
       const entries = Array.isArray(item) ? item.map((v, i) => [`${at}[${i}]`, v] as const) : Object.entries(item).map(([k, v]) => [at ? `${at}.${k}` : k, v] as const)
       // Reversed onto the stack, so problems come out in document order.

@@ -20,9 +20,6 @@ const FASTIFY_CODES: Record<string, [ErrorCode, string?]> = {
   FST_ERR_HANDLER_TIMEOUT: ['service_unavailable', 'The service could not answer in time; retry shortly']
 }
 
-// What the JSON parser (secure-json-parse) says of a `__proto__` or `constructor.prototype` key.
-const FORBIDDEN_PROTOTYPE = 'Object contains forbidden prototype property'
-
 // Errors that mean the database cannot be reached or is refusing work right now.
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH',
@@ -53,11 +50,7 @@ function toApiError (err: FastifyError | ApiError): ApiError | null {
   }
   const known = FASTIFY_CODES[err.code]
   if (known) return apiError(...known)
-  if (err instanceof SyntaxError && err.statusCode === 400) {
-    // The JSON is well-formed; the parser refuses keys that could reach an object's prototype.
-    if (err.message === FORBIDDEN_PROTOTYPE) return invalidField('body', 'must not contain a __proto__ key, nor a constructor key holding a prototype')
-    return apiError('invalid_json')
-  }
+  if (err instanceof SyntaxError && err.statusCode === 400) return apiError('invalid_json')
   if (isDatabaseUnavailable(err)) return apiError('service_unavailable', undefined, { headers: { 'retry-after': '5' } })
   const status = typeof err.statusCode === 'number' ? err.statusCode : 500
   const byStatus = STATUS_CODES[status]
@@ -108,33 +101,41 @@ function clientErrorOf (err: NodeJS.ErrnoException): ApiError {
  * request would begin.
  */
 export function clientErrorHandler (requestId: RequestIdSource) {
+  // The parser may report again on a connection already being answered.
+  const answering = new WeakSet<Socket>()
   return function answerClientError (this: FastifyInstance, err: NodeJS.ErrnoException & { rawPacket?: unknown }, socket: Socket): void {
-    // A reset connection has no one to answer; a socket already answered or gone cannot take more.
-    if (err.code === 'ECONNRESET' || socket.destroyed) return
-    // A response already started on this connection (a pipelined request's) must not be corrupted.
-    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
-    if (!socket.writable || socket.writableEnded || inFlight?.headersSent === true) {
-      socket.destroy()
-      return
-    }
+    // A reset connection has no one to answer.
+    if (err.code === 'ECONNRESET' || socket.destroyed || answering.has(socket)) return
+    answering.add(socket)
     const raw = Buffer.isBuffer(err.rawPacket) ? RAW_REQUEST_ID.exec(err.rawPacket.toString('latin1')) : null
     const id = requestId({ headers: raw === null ? {} : { 'x-request-id': raw[1] } })
     const answer = clientErrorOf(err)
     this.log.info({ requestId: id, code: err.code, error: answer.code }, 'request refused by the HTTP parser')
-    const body = JSON.stringify({ error: answer.code, message: answer.message, requestId: id })
-    socket.end([
-      `HTTP/1.1 ${answer.statusCode} ${STATUS_TEXTS[answer.statusCode] ?? ''}`,
-      'content-type: application/json; charset=utf-8',
-      `content-length: ${Buffer.byteLength(body)}`,
-      `request-id: ${id}`,
-      'x-content-type-options: nosniff',
-      'connection: close',
-      '',
-      body
-    ].join('\r\n'))
-    // A client that never reads could hold the socket open; the answer is all it gets.
-    socket.setTimeout(5000, () => socket.destroy())
+    // A pipelined request ahead of this one is still being answered: its response goes first, whole.
+    const inFlight = (socket as Socket & { _httpMessage?: (NodeJS.EventEmitter & { writableFinished?: boolean }) | null })._httpMessage
+    if (inFlight != null && inFlight.writableFinished !== true) inFlight.once('finish', () => { sendClientError(socket, answer, id) })
+    else sendClientError(socket, answer, id)
   }
+}
+
+function sendClientError (socket: Socket, answer: ApiError, id: string): void {
+  if (socket.destroyed || !socket.writable || socket.writableEnded) {
+    socket.destroy()
+    return
+  }
+  const body = JSON.stringify({ error: answer.code, message: answer.message, requestId: id })
+  socket.end([
+    `HTTP/1.1 ${answer.statusCode} ${STATUS_TEXTS[answer.statusCode] ?? ''}`,
+    'content-type: application/json; charset=utf-8',
+    `content-length: ${Buffer.byteLength(body)}`,
+    `request-id: ${id}`,
+    'x-content-type-options: nosniff',
+    'connection: close',
+    '',
+    body
+  ].join('\r\n'))
+  // A client that never reads could hold the socket open; the answer is all it gets.
+  socket.setTimeout(5000, () => socket.destroy())
 }
 
 export default fp(async function errorsPlugin (app) {

@@ -122,10 +122,10 @@ export const UpdatedSinceQuery = Type.String({
 export const LIST_KEYWORD = 'x-list'
 
 /** A list query parameter: comma-separated values, or the parameter repeated. */
-export function ListQuery (maxLength: number, description: string) {
+export function ListQuery (name: string, maxLength: number, description: string) {
   return Type.String({
     maxLength,
-    description: `${description}. Separate values with commas, or repeat the parameter (\`a=1&a=2\` is \`a=1,2\`); at most ${maxLength.toLocaleString('en')} characters joined`,
+    description: `${description}. Separate values with commas, or repeat the parameter (\`${name}=A&${name}=B\` is \`${name}=A,B\`); at most ${maxLength.toLocaleString('en')} characters joined`,
     [LIST_KEYWORD]: true
   })
 }
