@@ -12,27 +12,33 @@ import { LIST_KEYWORD, UUID_PATTERN } from '../schemas/common.ts'
 export const INSTANT_RANGE = { min: '0001-01-01T00:00:00Z', max: '9999-12-31T23:59:59Z' } as const
 const INSTANT_MIN_MS = Date.parse(INSTANT_RANGE.min)
 const INSTANT_MAX_MS = Date.parse(INSTANT_RANGE.max)
+const RANGE_PROBLEM = `must be from ${INSTANT_RANGE.min} to ${INSTANT_RANGE.max}`
 const RFC3339_PARTS = /^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(\.\d+)?(?:[Zz]|([+-])(\d\d):?(\d\d))$/
 const isRfc3339 = (addFormats.default.get('date-time') as { validate: (text: string) => boolean }).validate
 
+/** The largest UTC offset PostgreSQL takes (RFC 3339 allows up to 23:59; no zone is beyond 14:00). */
+const MAX_OFFSET_MINUTES = 15 * 60 + 59
+
 /**
- * Whether an RFC 3339 date-time (already checked as one) names an instant within
- * INSTANT_RANGE once its offset is applied: PostgreSQL refuses year 0, and an offset can push
- * 0001-01-01T00:00:00+01:00 into it.
+ * What keeps an RFC 3339 date-time (already checked as one) from being an instant the
+ * database takes, or null: an offset beyond ±15:59, or an instant outside INSTANT_RANGE once
+ * the offset is applied (PostgreSQL refuses year 0, and an offset can push
+ * 0001-01-01T00:00:00+01:00 into it).
  */
-export function instantInRange (text: string): boolean {
+export function instantProblem (text: string): string | null {
   const parts = RFC3339_PARTS.exec(text)
-  if (parts === null) return false
+  if (parts === null) return RANGE_PROBLEM
   const [, year, month, day, hour, minute, second, fraction = '', sign, offsetHours = '0', offsetMinutes = '0'] = parts
+  const offsetInMinutes = Number(offsetHours) * 60 + Number(offsetMinutes)
+  if (offsetInMinutes > MAX_OFFSET_MINUTES) return 'must have a UTC offset from -15:59 to +15:59'
   const at = new Date(0)
   // setUTCFullYear, unlike Date.UTC, does not read years 0-99 as 1900-1999.
   at.setUTCFullYear(Number(year), Number(month) - 1, Number(day))
   at.setUTCHours(Number(hour), Number(minute), Number(second), Number(`0${fraction}`) * 1000)
-  const offset = (sign === '-' ? -1 : 1) * (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000
-  const ms = at.getTime() - offset
+  const ms = at.getTime() - (sign === '-' ? -1 : 1) * offsetInMinutes * 60_000
   // A fraction of a millisecond past the last second is past it too.
-  const beyondMs = ms === INSTANT_MAX_MS && /[1-9]/.test(fraction)
-  return ms >= INSTANT_MIN_MS && ms <= INSTANT_MAX_MS && !beyondMs
+  const beyond = ms > INSTANT_MAX_MS || (ms === INSTANT_MAX_MS && /[1-9]/.test(fraction))
+  return ms < INSTANT_MIN_MS || beyond ? RANGE_PROBLEM : null
 }
 
 function makeAjv (coerceTypes: 'array' | false): Ajv {
@@ -42,7 +48,7 @@ function makeAjv (coerceTypes: 'array' | false): Ajv {
   // ajv-formats' uuid also takes a `urn:uuid:` prefix, which PostgreSQL's uuid type refuses.
   ajv.addFormat('uuid', new RegExp(UUID_PATTERN))
   // Every timestamp, of a query, a body or a catalogue file, is held to the range here.
-  ajv.addFormat('date-time', { type: 'string', validate: (text: string) => isRfc3339(text) && instantInRange(text) })
+  ajv.addFormat('date-time', { type: 'string', validate: (text: string) => isRfc3339(text) && instantProblem(text) === null })
   return ajv
 }
 
@@ -119,10 +125,11 @@ const FORMAT_NAMES: Record<string, string> = {
   int64: 'a 64-bit integer'
 }
 
-/** A well-formed date-time whose instant is outside INSTANT_RANGE, or one with a year of five digits or more. */
-function outOfRange (value: unknown): boolean {
-  if (typeof value !== 'string') return false
-  return isRfc3339(value) ? !instantInRange(value) : /^[+-]?\d{5,}-\d\d-\d\d[Tt ]/.test(value)
+/** Why a date-time the database cannot take fails, when it is well-formed (or merely has a year of five digits or more). */
+function dateTimeProblem (value: unknown): string | null {
+  if (typeof value !== 'string') return null
+  if (isRfc3339(value)) return instantProblem(value)
+  return /^[+-]?\d{5,}-\d\d-\d\d[Tt ]/.test(value) ? RANGE_PROBLEM : null
 }
 
 function problemOf (error: ErrorObject): string {
@@ -136,7 +143,8 @@ function problemOf (error: ErrorObject): string {
     case 'enum': return `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`
     case 'const': return `must be ${JSON.stringify(params.allowedValue)}`
     case 'format': {
-      if (params.format === 'date-time' && outOfRange(error.data)) return `must be from ${INSTANT_RANGE.min} to ${INSTANT_RANGE.max}`
+      const instant = params.format === 'date-time' ? dateTimeProblem(error.data) : null
+      if (instant !== null) return instant
       return `must be ${FORMAT_NAMES[String(params.format)] ?? `${article(String(params.format))} string`}`
     }
     case 'maxLength': return `must be at most ${String(params.limit)} characters long`

@@ -26,6 +26,7 @@ function parseResponses (text: string): RawAnswer['all'] {
     }))
     const length = Number(headers['content-length'] ?? 0)
     const bodyBytes = Buffer.from(rest.slice(end + 4), 'latin1')
+    if (bodyBytes.length < length) break
     responses.push({ statusCode: Number(statusLine.split(' ')[1]), headers, body: bodyBytes.subarray(0, length).toString('utf8') })
     rest = bodyBytes.subarray(length).toString('latin1')
   }
@@ -33,10 +34,11 @@ function parseResponses (text: string): RawAnswer['all'] {
 }
 
 /**
- * Sends `chunks` (written one after the other) to 127.0.0.1:`port` and reads until the
- * server closes the connection or `waitMs` passes; the last response read is the answer.
+ * Sends `chunks` (written one after the other) to 127.0.0.1:`port` and reads `responses`
+ * whole responses; after the last, until the server closes the connection when it said
+ * `connection: close` (or `waitMs` passes). The last response read is the answer.
  */
-export async function rawRequest (port: number, chunks: Array<string | Buffer>, waitMs = 3000): Promise<RawAnswer> {
+export async function rawRequest (port: number, chunks: Array<string | Buffer>, { responses = 1, waitMs = 3000 } = {}): Promise<RawAnswer> {
   return await new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1')
     const received: Buffer[] = []
@@ -54,7 +56,12 @@ export async function rawRequest (port: number, chunks: Array<string | Buffer>, 
       // A server that answers early may close before everything is written: that is its right.
       for (const chunk of chunks) if (!socket.destroyed) socket.write(chunk, () => {})
     })
-    socket.on('data', (data) => received.push(data))
+    socket.on('data', (data) => {
+      received.push(data)
+      const all = parseResponses(Buffer.concat(received).toString('latin1'))
+      // A kept-alive connection stays open: the answers are all that is awaited.
+      if (all.length >= responses && all.at(-1)!.headers.connection !== 'close') finish()
+    })
     socket.on('end', () => { closed = true; finish() })
     socket.on('error', () => { closed = true })
     socket.on('close', () => { closed = true; finish() })

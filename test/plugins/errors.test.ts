@@ -246,7 +246,7 @@ t.test('requests the HTTP parser refuses answer the error body with a Request-Id
   t.match(refused(unsafeId, 400, 'malformed_request', 'a control character in a header name').requestId, UUID, 'an unsafe X-Request-Id is replaced')
 
   // A good request first on a keep-alive connection: it is answered, then the bad one closes it.
-  const keepAlive = await rawRequest(port, ['GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /healthz HTTP/1.1\r\nHost: x\r\nBroken\r\n\r\n'])
+  const keepAlive = await rawRequest(port, ['GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /healthz HTTP/1.1\r\nHost: x\r\nBroken\r\n\r\n'], { responses: 2 })
   t.same(keepAlive.all.map((r) => r.statusCode), [200, 400], 'the good request\'s answer is intact')
   refused(keepAlive, 400, 'malformed_request', 'a malformed request after a good one')
 

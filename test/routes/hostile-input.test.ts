@@ -149,6 +149,12 @@ t.test('updatedSince outside 0001-01-01T00:00:00Z … 9999-12-31T23:59:59Z is va
       const res = await app.inject({ url: `${route}?updatedSince=${encodeURIComponent(value)}`, headers })
       t.equal(res.statusCode, 200, `${route}: ${value} is within the range`)
     }
+    // PostgreSQL takes offsets up to ±15:59; RFC 3339 writes up to ±23:59.
+    for (const value of ['2026-01-01T00:00:00+16:00', '0001-01-01T23:59:59+23:59', '2026-06-01T12:00:00-20:30']) {
+      const body = expectError(t, await app.inject({ url: `${route}?updatedSince=${encodeURIComponent(value)}`, headers }), 400, 'validation_failed', { details: true, what: value })
+      t.same(body.details, [{ path: 'query.updatedSince', message: 'must have a UTC offset from -15:59 to +15:59' }], `${route}: ${value}`)
+    }
+    t.equal((await app.inject({ url: `${route}?updatedSince=${encodeURIComponent('2026-01-01T00:00:00-15:59')}`, headers })).statusCode, 200, 'an offset of 15:59 is taken')
     const notATime = expectError(t, await app.inject({ url: `${route}?updatedSince=yesterday`, headers }), 400, 'validation_failed', { details: true })
     t.same(notATime.details, [{ path: 'query.updatedSince', message: 'must be an ISO 8601 date-time with a UTC offset' }], 'what is no timestamp is told so')
   }
