@@ -13,7 +13,8 @@ export const INSTANT_RANGE = { min: '0001-01-01T00:00:00Z', max: '9999-12-31T23:
 const INSTANT_MIN_MS = Date.parse(INSTANT_RANGE.min)
 const INSTANT_MAX_MS = Date.parse(INSTANT_RANGE.max)
 const RANGE_PROBLEM = `must be from ${INSTANT_RANGE.min} to ${INSTANT_RANGE.max}`
-const RFC3339_PARTS = /^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(\.\d+)?(?:[Zz]|([+-])(\d\d):?(\d\d))$/
+// The parts of what ajv-formats takes as a date-time (its separator may be any space, the offset's minutes may be left out).
+const RFC3339_PARTS = /^(\d{4})-(\d\d)-(\d\d)[Tt\s](\d\d):(\d\d):(\d\d)(\.\d+)?(?:[Zz]|([+-])(\d\d)(?::?(\d\d))?)$/
 const isRfc3339 = (addFormats.default.get('date-time') as { validate: (text: string) => boolean }).validate
 
 /** The largest UTC offset PostgreSQL takes (RFC 3339 allows up to 23:59; no zone is beyond 14:00). */
@@ -27,7 +28,7 @@ const MAX_OFFSET_MINUTES = 15 * 60 + 59
  */
 export function instantProblem (text: string): string | null {
   const parts = RFC3339_PARTS.exec(text)
-  if (parts === null) return RANGE_PROBLEM
+  if (parts === null) return `must be ${FORMAT_NAMES['date-time']!}`
   const [, year, month, day, hour, minute, second, fraction = '', sign, offsetHours = '0', offsetMinutes = '0'] = parts
   const offsetInMinutes = Number(offsetHours) * 60 + Number(offsetMinutes)
   if (offsetInMinutes > MAX_OFFSET_MINUTES) return 'must have a UTC offset from -15:59 to +15:59'

@@ -100,7 +100,10 @@ const TIMESTAMP_EDGES: Sample[] = [
   ['expanded-year', '+010000-01-01T00:00:00Z'],
   ['negative-year', '-000001-01-01T00:00:00Z'],
   ['lower-case', '2026-01-01t00:00:00z'],
-  ['space-separated', '2026-01-01 00:00:00+00:00']
+  ['space-separated', '2026-01-01 00:00:00+00:00'],
+  ['tab-separated', '2026-01-01\t00:00:00Z'],
+  ['offset-hours-only-year-1', '0001-01-01T00:00:00+01'],
+  ['offset-beyond-postgres', '2026-01-01T00:00:00+16:00']
 ].map(([kind, value]) => ({ kind: `date-time:${kind!}`, value }))
 
 // Number-like text: what a query parameter typed integer meets in the wild.

@@ -138,7 +138,7 @@ t.test('validation messages that help', async (t) => {
 
 t.test('updatedSince outside 0001-01-01T00:00:00Z … 9999-12-31T23:59:59Z is validation_failed naming it, never 500', async (t) => {
   const range = 'must be from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z'
-  const outside = ['0000-01-01T00:00:00Z', '0000-12-31T23:59:59Z', '10000-01-01T00:00:00Z', '0001-01-01T00:00:00+01:00', '9999-12-31T23:59:59-00:01', '9999-12-31T23:59:59.5Z', '+010000-01-01T00:00:00Z']
+  const outside = ['0000-01-01T00:00:00Z', '0000-12-31T23:59:59Z', '10000-01-01T00:00:00Z', '0001-01-01T00:00:00+01:00', '0001-01-01T00:00:00+01', '9999-12-31T23:59:59-00:01', '9999-12-31T23:59:59.5Z', '+010000-01-01T00:00:00Z']
   for (const route of ['/external/v1/products', '/external/v1/orders']) {
     for (const value of outside) {
       const body = expectError(t, await app.inject({ url: `${route}?updatedSince=${encodeURIComponent(value)}`, headers }), 400, 'validation_failed', { details: true, what: `${route} ${value}` })
