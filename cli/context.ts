@@ -4,8 +4,8 @@
 import type { Command } from 'commander'
 import { OPERATOR_PGLITE_BUFFERS_MB, type Config } from '../config.ts'
 import { migrateDatabase, openDatabase, type Database } from '../db/client.ts'
+import { classifyDatabaseFailure, describeDatabaseFailure, primaryLocation } from '../lib/database-failure.ts'
 import { isUuid } from '../schemas/common.ts'
-import { classifyDatabaseFailure, describeDatabaseFailure, primaryLocation, type DatabaseLocation } from '../lib/database-failure.ts'
 
 /** A mistake in how the command was called or in its input: printed without a stack, exit code 2. */
 export class UsageError extends Error {}
@@ -29,11 +29,6 @@ export function print (out: Output, document: unknown, text: string): void {
   process.stdout.write(out.json ? `${JSON.stringify(document, null, 2)}\n` : `${text}\n`)
 }
 
-/** Turns a database's failure into the operator's line; anything else goes on as it is. */
-export function explainFailure (err: unknown, where: DatabaseLocation): unknown {
-  return classifyDatabaseFailure(err) === null ? err : new DatabaseFailureError(describeDatabaseFailure(err, where))
-}
-
 /** Opens the database for one command and closes it after; its failures are told in one line. */
 export async function withDatabase<T> (config: Config, run: (database: Database) => Promise<T>): Promise<T> {
   const where = primaryLocation(config)
@@ -49,7 +44,8 @@ export async function withDatabase<T> (config: Config, run: (database: Database)
     if (database.kind === 'pglite') await migrateDatabase(database)
     return await run(database)
   } catch (err) {
-    throw explainFailure(err, where)
+    // A database's failure becomes the operator's line; anything else goes on as it is.
+    throw classifyDatabaseFailure(err) === null ? err : new DatabaseFailureError(describeDatabaseFailure(err, where))
   } finally {
     await database.close().catch(() => {})
   }
