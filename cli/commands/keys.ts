@@ -46,7 +46,7 @@ export function addKeysCommands (program: Command, { config }: CommandContext): 
         ({ id, name, state, scopes, expiresAt, lastUsedAt, rateLimit, previousKeyExpiresAt, createdAt })), text)
     })
   const roll = keys.command('roll')
-    .description('give a key a new secret and print it (the only time it is shown); the old secret works until the grace ends')
+    .description('give a key a new secret, shown once; the old one works until the grace ends')
     .argument('<ID>', 'the key id, as keys list shows')
     .option('--grace <duration>', 'how long the old secret keeps working: 0 (ends now), 90s, 30m, 24h, up to 7d', '24h')
     .option(...JSON_OPTION)
