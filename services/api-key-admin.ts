@@ -1,6 +1,6 @@
 // The operator's side of API keys: create (the secret shown once), list, change state,
-// roll (a new secret, the old one kept for a grace), change the rate-limit override. Changes reach every instance through the key cache's
-// short life (services/api-keys.ts).
+// roll (a new secret, the old one kept for a grace), change the rate-limit override. Changes
+// reach every instance through the key cache's short life (services/api-keys.ts).
 import { createApiKey, listApiKeys, rollApiKey, setApiKeyRateLimit, setApiKeyStatus, type ApiKeySummary, type KeyState } from '../db/api-keys.ts'
 import type { Database } from '../db/client.ts'
 import { apiError } from '../errors.ts'
