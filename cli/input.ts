@@ -1,6 +1,7 @@
 // The command line's text turned into values: lists, numbers, instants, durations. Only the
 // form is checked here; the rules (which scopes exist, an expiry in the future, a limit's
-// range, a grace's length) belong to the services, which check them before any database is opened.
+// range, a grace's length) belong to the services, which check them before any database is
+// opened.
 import { checkGrace, checkRateLimit } from '../services/api-key-admin.ts'
 import { UsageError } from './context.ts'
 
