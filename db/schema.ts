@@ -148,9 +148,17 @@ export const apiKeys = pgTable('api_keys', {
   expiresAt: timestamp('expires_at', { withTimezone: true }),
   lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
   rateLimit: integer('rate_limit'),
+  // After a roll, the secret it replaced (its hash) keeps working until previous_key_expires_at;
+  // a roll overwrites both, so a key never has more than two secrets.
+  previousKeyHash: text('previous_key_hash'),
+  previousKeyExpiresAt: timestamp('previous_key_expires_at', { withTimezone: true }),
   createdAt: createdAt(),
   updatedAt: updatedAt()
-}, (t) => [check('api_keys_status', sql`${t.status} in ('active', 'inactive', 'revoked')`)])
+}, (t) => [
+  check('api_keys_status', sql`${t.status} in ('active', 'inactive', 'revoked')`),
+  // Authentication finds a key by either of its secrets' hashes.
+  uniqueIndex('api_keys_previous_key_hash_idx').on(t.previousKeyHash)
+])
 
 // Operator settings: deliveryFee, defaultCountry, maintenance.
 export const storeSettings = pgTable('store_settings', {
