@@ -8,7 +8,7 @@ import { isSupportedCountry } from 'libphonenumber-js'
 import { ConfigError, loadConfig, OPERATOR_PGLITE_BUFFERS_MB, type Config } from './config.ts'
 import { createApiKey, listApiKeys, setApiKeyRateLimit, setApiKeyStatus } from './db/api-keys.ts'
 import { IMPORT_BATCH, importCatalog, type ImportSummary } from './db/catalog.ts'
-import { migrateDatabase, openDatabase, type Database } from './db/client.ts'
+import { connectionOptions, migrateDatabase, openDatabase, type Database } from './db/client.ts'
 import { readSettings, writeSetting } from './db/settings.ts'
 import { isScope, SCOPES, type Scope } from './lib/api-key-secret.ts'
 import { CatalogChecker, CatalogError, readCatalog } from './lib/catalog-file.ts'
@@ -34,7 +34,7 @@ function print (out: Output, document: unknown, text: string): void {
 
 async function withDatabase<T> (config: Config, run: (database: Database) => Promise<T>): Promise<T> {
   // Operator work (a large import) may take longer than a request may.
-  const database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 2, statementTimeoutMs: 0, pgliteBuffersMb: OPERATOR_PGLITE_BUFFERS_MB })
+  const database = await openDatabase({ ...connectionOptions(config), replicaUrls: [], poolSize: 2, statementTimeoutMs: 0, pgliteBuffersMb: OPERATOR_PGLITE_BUFFERS_MB })
   try {
     // The embedded database is migrated by whoever opens it first; PostgreSQL by `storefront migrate`.
     if (database.kind === 'pglite') await migrateDatabase(database)
@@ -239,9 +239,13 @@ Configuration comes from the environment (DATABASE_URL, DATA_DIR, …); see the 
     .description('apply the database migrations')
     .option(...JSON_OPTION)
     .action(async (options: Output) => {
-      const database = await openDatabase({ url: config().DATABASE_URL, dataDir: config().DATA_DIR, poolSize: 1, statementTimeoutMs: 0 })
+      const database = await openDatabase({ ...connectionOptions(config()), replicaUrls: [], poolSize: 1, statementTimeoutMs: 0 })
       try {
         await migrateDatabase(database, config().DATABASE_URL)
+      } catch (err) {
+        // Behind a transaction pooler without a session URL: a setting to add, exit 2.
+        if ((err as { code?: unknown }).code === 'DIRECT_URL_REQUIRED') throw new UsageError((err as Error).message)
+        throw err
       } finally {
         await database.close()
       }

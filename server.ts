@@ -5,7 +5,7 @@ import { buildApp, type App } from './app.ts'
 import type { Config } from './config.ts'
 import { countApiKeys, createApiKey } from './db/api-keys.ts'
 import { importCatalog } from './db/catalog.ts'
-import { migrateDatabase, openDatabase, type Database } from './db/client.ts'
+import { connectionOptions, migrateDatabase, openDatabase, type Database } from './db/client.ts'
 import { countProducts } from './db/products.ts'
 import { SCOPES } from './lib/api-key-secret.ts'
 import { demoCatalog } from './services/demo-catalog.ts'
@@ -79,6 +79,8 @@ export function describeDatabaseFailure (err: unknown, config: Pick<Config, 'DAT
   const cause = rootCause(err)
   const code = typeof cause.code === 'string' ? cause.code : ''
   const message = firstLine(cause.message)
+  // A setting the operator must change: the error's message is already the whole line.
+  if (code === 'POOLER_MISMATCH' || code === 'DIRECT_URL_REQUIRED') return message
   if (config.DATABASE_URL === undefined) {
     // The lock file's message already says what to do.
     if (/^the embedded database in .* is in use/.test(message)) return message
@@ -112,7 +114,7 @@ export async function serve (config: Config): Promise<void> {
   const embedded = config.DATABASE_URL === undefined
   let database: Database
   try {
-    database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DB_POOL_SIZE, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS })
+    database = await openDatabase({ ...connectionOptions(config), poolSize: config.DB_POOL_SIZE, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS })
   } catch (err) {
     throw new StartupError(describeDatabaseFailure(err, config))
   }

@@ -1,6 +1,7 @@
 // Catalogue reads for integrators: a product by id and pages of the product list, read
 // through the instance's cache, which never outlives a price change (a discount starting or
-// ending) nor a catalogue change seen by any instance.
+// ending) nor a catalogue change seen by any instance. A read the cache misses may be
+// answered by a streaming replica fresh enough for it (db/replicas.ts says when).
 import type { Database } from '../db/client.ts'
 import { recordEvents } from '../db/events.ts'
 import { countMatchingProducts, findProduct, listGroupings, listProducts, touchDiscountBoundaries, type Grouping, type ProductFilters } from '../db/products.ts'
@@ -37,18 +38,18 @@ export function productFilters (q: ProductListQuery): ProductFilters {
 
 export async function getProduct ({ database, storeState }: CatalogReader, id: string): Promise<Product | null> {
   return storeState.cachedRead(`product:${id.toLowerCase()}`, async () => {
-    const found = await findProduct(database.db, id)
+    const found = await database.readCatalog(storeState.catalogVersion, (db) => findProduct(db, id))
     return found && { value: found.product, changesAt: [found.priceChangesAt] }
   })
 }
 
 export async function listProductPage ({ database, storeState }: CatalogReader, filters: ProductFilters, window: ListWindow): Promise<ProductPage> {
   const page = await storeState.cachedRead(`list:${JSON.stringify([filters, window.offset, window.after])}`, async () => {
-    const found = await listProducts(database.db, filters, window)
+    const found = await database.readCatalog(storeState.catalogVersion, (db) => listProducts(db, filters, window))
     // Counting every match again for each page is what made deep crawls slow: the total of a
     // filter is kept until the catalogue changes.
     const total = found.total ?? (await storeState.cachedRead(`count:${JSON.stringify(filters)}`, async () => ({
-      value: await countMatchingProducts(database.db, filters),
+      value: await database.readCatalog(storeState.catalogVersion, (db) => countMatchingProducts(db, filters)),
       changesAt: []
     })))!
     return {
@@ -68,7 +69,7 @@ export async function listProductPage ({ database, storeState }: CatalogReader, 
 /** A page of categories or brands with their product counts (the same shape for both). */
 export async function listGroupingPage ({ database, storeState }: CatalogReader, grouping: Grouping, window: ListWindow): Promise<CategoryPage> {
   const page = await storeState.cachedRead(`${grouping}:${JSON.stringify([window.offset, window.after])}`, async () => {
-    const { items, total, next } = await listGroupings(database.db, grouping, window)
+    const { items, total, next } = await database.readCatalog(storeState.catalogVersion, (db) => listGroupings(db, grouping, window))
     return {
       value: { items, page: window.page, pageSize: PAGE_SIZE, total, nextCursor: nextCursor(storeState.cursorSecret, grouping, {}, window.page, next) },
       changesAt: []

@@ -13,6 +13,8 @@ import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import postgres from 'postgres'
+import type { Test } from 'tap'
+import { migrateDatabase, openDatabase } from '../db/client.ts'
 import type { TestContext } from './helper.ts'
 
 const run = promisify(execFile)
@@ -124,12 +126,12 @@ async function waitForSql (target: string, timeoutMs = 20_000): Promise<void> {
  * Starts the topology for this test file and stops it at teardown. Returns null (after
  * skipping `t`) when this machine cannot run it outside CI; in CI it fails instead.
  */
-export async function startTopology (t: TestContext & { skip?: (message: string) => void, fail?: (message: string) => void }, options: TopologyOptions = {}): Promise<Topology | null> {
+export async function startTopology (t: Test, options: TopologyOptions = {}): Promise<Topology | null> {
   const missing = missingTools(options)
   if (missing !== null) {
     const message = `needs a PostgreSQL primary${options.replica ? ', a replica' : ''}${options.pooler ? ' and PgBouncer' : ''} of its own: ${missing.reason}`
     if (process.env.CI === 'true') throw new Error(`CI: ${message}`)
-    t.skip?.(message)
+    t.pass(message, { skip: message })
     return null
   }
   const topology = await launch(options)
@@ -297,4 +299,30 @@ pidfile = ${join(poolerDir, 'pgbouncer.pid')}
     await stop()
     throw err
   }
+}
+
+/**
+ * A migrated database of its own on the topology's primary, opened as an instance behind the
+ * pooler opens it (DATABASE_POOLER=transaction, DATABASE_DIRECT_URL for migrations); closed
+ * at teardown. Open it again with `open` for a second instance.
+ */
+export async function pooledDatabase (t: Test, topology: Topology, options: { poolSize?: number, statementTimeoutMs?: number, replicas?: boolean, settleMs?: number, pollMs?: number } = {}) {
+  const name = await topology.createDatabase(t)
+  const open = async () => {
+    const database = await openDatabase({
+      url: topology.poolerUrl(name),
+      pooler: 'transaction',
+      directUrl: topology.primaryUrl(name),
+      poolSize: options.poolSize ?? 8,
+      ...(options.statementTimeoutMs === undefined ? {} : { statementTimeoutMs: options.statementTimeoutMs }),
+      replicaUrls: options.replicas ? [topology.replicaUrl(name)] : [],
+      replicaSettleMs: options.settleMs ?? 750,
+      replicaPollMs: options.pollMs ?? 50
+    })
+    t.teardown(() => database.close())
+    return database
+  }
+  const database = await open()
+  await migrateDatabase(database)
+  return { database, name, open }
 }
