@@ -124,6 +124,11 @@ function openClient (url: string, applicationName: string, options: ClientOption
     // down. Drizzle maps its array columns itself; raw queries return arrays as JSON.
     fetch_types: false,
     prepare: options.prepare,
+    // Nothing pipelined behind a statement outside a transaction: PgBouncer (1.18) hands the
+    // server connection to another client at its ReadyForQuery, and what was already sent
+    // behind it (postgres.js's describe step of an unprepared query) is answered to no one,
+    // leaving that query waiting forever.
+    ...(options.pooler === 'transaction' ? { max_pipeline: 0 } : {}),
     onnotice: () => {},
     // Bounded so an unreachable or stuck database fails a request instead of hanging it.
     connection: options.pooler === 'transaction' ? { application_name: applicationName } : { application_name: applicationName, ...timeouts }
