@@ -107,6 +107,23 @@ export const ConfigSchema = Type.Object({
   API_CONTACT_EMAIL: Type.Optional(Type.String({ maxLength: 254, description: 'The address integrators write to, shown in the API reference; unset: no contact is shown' })),
   API_CONTACT_URL: Type.Optional(Type.String({ maxLength: 2048, description: 'An http(s) page for integrators, shown in the API reference; unset: no contact is shown' })),
 
+  // Running at scale: a transaction pooler in front of the primary, and streaming replicas.
+  DATABASE_POOLER: Type.Unsafe<'none' | 'transaction'>({
+    type: 'string',
+    enum: ['none', 'transaction'],
+    default: 'none',
+    description: 'transaction when DATABASE_URL (and each replica URL) goes through a transaction-mode pooler such as PgBouncer: no named prepared statements, only the start-up parameters it accepts, timeouts set inside each transaction'
+  }),
+  DATABASE_POOLER_PREPARED: Type.Boolean({ default: false, description: 'With DATABASE_POOLER=transaction, still use named prepared statements (only for a pooler that supports them, such as PgBouncer 1.21+ with max_prepared_statements)' }),
+  DATABASE_DIRECT_URL: Type.Optional(Type.String({
+    pattern: '^postgres(ql)?://',
+    description: 'A session connection to the primary (not through a transaction pooler), for migrations and the migration lock; required by storefront migrate and MIGRATE_ON_START when DATABASE_POOLER=transaction'
+  })),
+  DATABASE_REPLICA_URLS: Type.Optional(Type.String({
+    pattern: '^postgres(ql)?://[^\\s,]+(\\s*,\\s*postgres(ql)?://[^\\s,]+)*$',
+    description: 'Comma-separated URLs of streaming replicas of the primary: catalogue reads go to one that has replayed what the feed has shown, otherwise to the primary'
+  })),
+
   AUTH_FAILURE_LIMIT: Type.Integer({ default: 60, minimum: 1, description: 'Failed authentications per client IP and rate-limit window' }),
   MAINTENANCE_RETRY_AFTER: Type.Integer({ default: 60, minimum: 1, description: 'Retry-After seconds of store_under_maintenance' }),
   IDEMPOTENCY_TTL_HOURS: Type.Integer({ default: 24, minimum: 1, description: 'How long an Idempotency-Key replays its first response' }),
@@ -152,6 +169,11 @@ function isWebUrl (text: string): boolean {
 }
 
 export class ConfigError extends Error {}
+
+/** DATABASE_REPLICA_URLS as a list. */
+export function replicaUrls (value: string | undefined): string[] {
+  return (value ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+}
 
 /** TRUST_PROXY as Fastify's trustProxy: a boolean, a hop count, or the proxies' addresses. */
 export function trustProxySetting (value: string): boolean | string[] | ((address: string, hop: number) => boolean) {

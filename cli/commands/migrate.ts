@@ -8,7 +8,7 @@ export function addMigrateCommand (program: Command, { config }: CommandContext)
     .description('apply the database migrations')
     .option(...JSON_OPTION)
     .action(async (options: Output) => {
-      await withDatabase(config(), (database) => migrateDatabase(database, config().DATABASE_URL))
+      await withDatabase(config(), (database) => migrateDatabase(database, config().DATABASE_URL), { session: true })
       print(options, { migrated: true }, 'migrations applied')
     })
 }
