@@ -1,5 +1,6 @@
 // buildApp: the whole service as a Fastify instance that never listens (server.ts does).
 import { randomUUID } from 'node:crypto'
+import type { IncomingHttpHeaders } from 'node:http'
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { trustProxySetting, type Config } from './config.ts'
@@ -8,7 +9,7 @@ import { buildValidator } from './lib/validation.ts'
 import { requestKeys } from './plugins/auth.ts'
 import background from './plugins/background.ts'
 import databasePlugin from './plugins/database.ts'
-import errors, { frameworkErrors } from './plugins/errors.ts'
+import errors, { clientErrorHandler, frameworkErrors } from './plugins/errors.ts'
 import inputGuard from './plugins/input-guard.ts'
 import metrics from './plugins/metrics.ts'
 import openapi from './plugins/openapi.ts'
@@ -37,6 +38,12 @@ export interface AppOptions {
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
+/** A client's X-Request-Id when it is safe to echo; otherwise one we make. */
+function requestIdOf (req: { headers: IncomingHttpHeaders }): string {
+  const given = req.headers['x-request-id']
+  return typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : randomUUID()
+}
+
 export async function buildApp (options: AppOptions) {
   const { config } = options
   const app = Fastify({
@@ -45,14 +52,16 @@ export async function buildApp (options: AppOptions) {
       // Keys never reach the logs, whichever header carried them.
       redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'headers.authorization', 'headers["x-api-key"]'], censor: '[redacted]' }
     },
-    // A client's X-Request-Id is kept when it is safe to echo; otherwise we make one.
-    genReqId: (req) => {
-      const given = req.headers['x-request-id']
-      return typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : randomUUID()
-    },
+    genReqId: requestIdOf,
+    // Requests the HTTP parser refuses get the same error body and Request-Id as the rest.
+    clientErrorHandler: clientErrorHandler(requestIdOf),
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: config.BODY_LIMIT,
+    // JSON keys that reach a prototype are parsed as plain keys, so the input guard can refuse
+    // them by name (validation_failed) rather than the parser calling the body invalid JSON.
+    onProtoPoisoning: 'ignore',
+    onConstructorPoisoning: 'ignore',
     trustProxy: trustProxySetting(config.TRUST_PROXY),
     frameworkErrors,
     schemaController: { compilersFactory: { buildValidator: buildValidator as never } },

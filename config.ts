@@ -12,6 +12,10 @@ export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
  * small, and a 100,000-product import is no slower with it.
  */
 export const OPERATOR_PGLITE_BUFFERS_MB = 32
+export const DEFAULT_API_TITLE = 'Storefront External API'
+/** An address as a mail client takes it: one @, a dot in the domain, nothing that would need quoting. */
+const EMAIL = /^[^\s@<>()[\]",;:\\]+@[^\s@<>()[\]",;:\\]+\.[^\s@<>()[\]",;:\\.]+$/
+
 /** About 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h: retries spread over about a day and a half. */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,36000'
 
@@ -98,6 +102,28 @@ export const ConfigSchema = Type.Object({
   }),
   WEBHOOK_MAX_RESPONSE_BYTES: Type.Integer({ default: 65536, minimum: 0, description: 'How much of a receiver\'s answer is read before the connection is dropped' }),
 
+  // How the API reference names the store's API and whom integrators write to.
+  API_TITLE: Type.String({ default: DEFAULT_API_TITLE, minLength: 1, maxLength: 200, description: 'The title of the OpenAPI document and of the /docs page' }),
+  API_CONTACT_EMAIL: Type.Optional(Type.String({ maxLength: 254, description: 'The address integrators write to, shown in the API reference; unset: no contact is shown' })),
+  API_CONTACT_URL: Type.Optional(Type.String({ maxLength: 2048, description: 'An http(s) page for integrators, shown in the API reference; unset: no contact is shown' })),
+
+  // Running at scale: a transaction pooler in front of the primary, and streaming replicas.
+  DATABASE_POOLER: Type.Unsafe<'none' | 'transaction'>({
+    type: 'string',
+    enum: ['none', 'transaction'],
+    default: 'none',
+    description: 'transaction when DATABASE_URL (and each replica URL) goes through a transaction-mode pooler such as PgBouncer: no named prepared statements, only the start-up parameters it accepts, timeouts set inside each transaction'
+  }),
+  DATABASE_POOLER_PREPARED: Type.Boolean({ default: false, description: 'With DATABASE_POOLER=transaction, still use named prepared statements (only for a pooler that supports them, such as PgBouncer 1.21+ with max_prepared_statements)' }),
+  DATABASE_DIRECT_URL: Type.Optional(Type.String({
+    pattern: '^postgres(ql)?://',
+    description: 'A session connection to the primary (not through a transaction pooler), for migrations and the migration lock; required by storefront migrate and MIGRATE_ON_START when DATABASE_POOLER=transaction'
+  })),
+  DATABASE_REPLICA_URLS: Type.Optional(Type.String({
+    pattern: '^postgres(ql)?://[^\\s,]+(\\s*,\\s*postgres(ql)?://[^\\s,]+)*$',
+    description: 'Comma-separated URLs of streaming replicas of the primary: catalogue reads go to one that has replayed what the feed has shown, otherwise to the primary'
+  })),
+
   AUTH_FAILURE_LIMIT: Type.Integer({ default: 60, minimum: 1, description: 'Failed authentications per client IP and rate-limit window' }),
   MAINTENANCE_RETRY_AFTER: Type.Integer({ default: 60, minimum: 1, description: 'Retry-After seconds of store_under_maintenance' }),
   IDEMPOTENCY_TTL_HOURS: Type.Integer({ default: 24, minimum: 1, description: 'How long an Idempotency-Key replays its first response' }),
@@ -123,10 +149,31 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   if (config.WEBHOOK_LEASE_MS <= config.WEBHOOK_TIMEOUT_MS) {
     throw new ConfigError(`invalid configuration: WEBHOOK_LEASE_MS (${config.WEBHOOK_LEASE_MS}) must be above WEBHOOK_TIMEOUT_MS (${config.WEBHOOK_TIMEOUT_MS})`)
   }
+  if (config.API_CONTACT_EMAIL !== undefined && !EMAIL.test(config.API_CONTACT_EMAIL)) {
+    throw new ConfigError(`invalid configuration: API_CONTACT_EMAIL (${config.API_CONTACT_EMAIL}) is not an email address such as integrations@shop.example`)
+  }
+  if (config.API_CONTACT_URL !== undefined && !isWebUrl(config.API_CONTACT_URL)) {
+    throw new ConfigError(`invalid configuration: API_CONTACT_URL (${config.API_CONTACT_URL}) is not an absolute http:// or https:// URL`)
+  }
   return config
 }
 
+function isWebUrl (text: string): boolean {
+  if (/\s/.test(text)) return false
+  try {
+    const url = new URL(text)
+    return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== ''
+  } catch {
+    return false
+  }
+}
+
 export class ConfigError extends Error {}
+
+/** DATABASE_REPLICA_URLS as a list. */
+export function replicaUrls (value: string | undefined): string[] {
+  return (value ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+}
 
 /** TRUST_PROXY as Fastify's trustProxy: a boolean, a hop count, or the proxies' addresses. */
 export function trustProxySetting (value: string): boolean | string[] | ((address: string, hop: number) => boolean) {

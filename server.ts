@@ -3,7 +3,7 @@
 import closeWithGrace from 'close-with-grace'
 import { buildApp, type App } from './app.ts'
 import type { Config } from './config.ts'
-import { migrateDatabase, openDatabase, type Database } from './db/client.ts'
+import { connectionOptions, migrateDatabase, openDatabase, type Database } from './db/client.ts'
 import { classifyDatabaseFailure, describeDatabaseFailure, firstLine, isDriverSocketFault, primaryLocation, rootCause } from './lib/database-failure.ts'
 import { prepareDemoStore, type DemoStore } from './services/demo-store.ts'
 
@@ -37,7 +37,7 @@ export async function startServer (config: Config): Promise<Started> {
   const where = primaryLocation(config)
   let database: Database
   try {
-    database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DB_POOL_SIZE, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS })
+    database = await openDatabase({ ...connectionOptions(config), poolSize: config.DB_POOL_SIZE, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS })
   } catch (err) {
     throw new StartupError(describeDatabaseFailure(err, where))
   }

@@ -3,9 +3,9 @@
 // command, and the errors that mean "fix the command" (exit code 2).
 import type { Command } from 'commander'
 import { OPERATOR_PGLITE_BUFFERS_MB, type Config } from '../config.ts'
-import { migrateDatabase, openDatabase, type Database } from '../db/client.ts'
+import { connectionOptions, DatabaseSetupError, migrateDatabase, openDatabase, type Database } from '../db/client.ts'
+import { classifyDatabaseFailure, describeDatabaseFailure, primaryLocation } from '../lib/database-failure.ts'
 import { isUuid } from '../schemas/common.ts'
-import { classifyDatabaseFailure, describeDatabaseFailure, primaryLocation, type DatabaseLocation } from '../lib/database-failure.ts'
 
 /** A mistake in how the command was called or in its input: printed without a stack, exit code 2. */
 export class UsageError extends Error {}
@@ -29,18 +29,18 @@ export function print (out: Output, document: unknown, text: string): void {
   process.stdout.write(out.json ? `${JSON.stringify(document, null, 2)}\n` : `${text}\n`)
 }
 
-/** Turns a database's failure into the operator's line; anything else goes on as it is. */
-export function explainFailure (err: unknown, where: DatabaseLocation): unknown {
-  return classifyDatabaseFailure(err) === null ? err : new DatabaseFailureError(describeDatabaseFailure(err, where))
-}
-
-/** Opens the database for one command and closes it after; its failures are told in one line. */
-export async function withDatabase<T> (config: Config, run: (database: Database) => Promise<T>): Promise<T> {
-  const where = primaryLocation(config)
+/**
+ * Opens the primary for one command (`session`: its direct session connection, as migrations
+ * need) and closes it after; its failures are told in one line naming that database.
+ */
+export async function withDatabase<T> (config: Config, run: (database: Database) => Promise<T>, options: { session?: boolean } = {}): Promise<T> {
+  const where = options.session === true && config.DATABASE_DIRECT_URL !== undefined
+    ? { url: config.DATABASE_DIRECT_URL, role: 'direct' as const }
+    : primaryLocation(config)
   let database: Database
   try {
-    // Operator work (a large import) may take longer than a request may.
-    database = await openDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 2, statementTimeoutMs: 0, pgliteBuffersMb: OPERATOR_PGLITE_BUFFERS_MB })
+    // Operator work (a large import) may take longer than a request may; no command reads a replica.
+    database = await openDatabase({ ...connectionOptions(config), replicaUrls: [], poolSize: 2, statementTimeoutMs: 0, pgliteBuffersMb: OPERATOR_PGLITE_BUFFERS_MB })
   } catch (err) {
     throw new DatabaseFailureError(describeDatabaseFailure(err, where))
   }
@@ -49,7 +49,10 @@ export async function withDatabase<T> (config: Config, run: (database: Database)
     if (database.kind === 'pglite') await migrateDatabase(database)
     return await run(database)
   } catch (err) {
-    throw explainFailure(err, where)
+    // A setting to add (exit 2); a database's failure becomes the operator's line; anything
+    // else goes on as it is.
+    if (err instanceof DatabaseSetupError && err.code === 'DIRECT_URL_REQUIRED') throw new UsageError(err.message)
+    throw classifyDatabaseFailure(err) === null ? err : new DatabaseFailureError(describeDatabaseFailure(err, where))
   } finally {
     await database.close().catch(() => {})
   }

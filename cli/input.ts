@@ -1,7 +1,8 @@
-// The command line's text turned into values: lists, numbers, instants. Only the form is
-// checked here; the rules (which scopes exist, an expiry in the future, a limit's range)
-// belong to the services, which check them before any database is opened.
-import { checkRateLimit } from '../services/api-key-admin.ts'
+// The command line's text turned into values: lists, numbers, instants, durations. Only the
+// form is checked here; the rules (which scopes exist, an expiry in the future, a limit's
+// range, a grace's length) belong to the services, which check them before any database is
+// opened.
+import { checkGrace, checkRateLimit } from '../services/api-key-admin.ts'
 import { UsageError } from './context.ts'
 
 /** A comma-separated list, blanks and repeats dropped. */
@@ -28,4 +29,18 @@ export function parseInstant (value: string, option: string): Date {
     throw new UsageError(`${option} must be an ISO 8601 date or date-time with a UTC offset (2027-01-31 or 2027-01-31T12:00:00Z), got ${value}`)
   }
   return date
+}
+
+const DURATION = /^(\d{1,9})(s|m|h|d)$/
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
+
+/**
+ * A roll's grace in milliseconds: `0`, or a whole number of seconds, minutes, hours or days
+ * (`90s`, `30m`, `24h`, `7d`); `option` names it in the refusal. At most 7 days.
+ */
+export function parseGrace (value: string, option = '--grace'): number {
+  if (value === '0') return 0
+  const match = DURATION.exec(value)
+  if (!match) throw new UsageError(`${option} must be 0 or a whole number with a unit s, m, h or d (90s, 30m, 24h, 7d), got ${value}`)
+  return checkGrace(Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS], value)
 }

@@ -151,11 +151,17 @@ export const apiKeys = pgTable('api_keys', {
   rateLimit: integer('rate_limit'),
   // live | test, fixed at creation: a test key's orders take no stock and only it sees them.
   mode: text('mode', { enum: KEY_MODES }).notNull().default('live'),
+  // After a roll, the secret it replaced (its hash) keeps working until previous_key_expires_at;
+  // a roll overwrites both, so a key never has more than two secrets.
+  previousKeyHash: text('previous_key_hash'),
+  previousKeyExpiresAt: timestamp('previous_key_expires_at', { withTimezone: true }),
   createdAt: createdAt(),
   updatedAt: updatedAt()
 }, (t) => [
   check('api_keys_status', sql`${t.status} in ('active', 'inactive', 'revoked')`),
-  check('api_keys_mode', sql`${t.mode} in ('live', 'test')`)
+  check('api_keys_mode', sql`${t.mode} in ('live', 'test')`),
+  // Authentication finds a key by either of its secrets' hashes.
+  uniqueIndex('api_keys_previous_key_hash_idx').on(t.previousKeyHash)
 ])
 
 // Operator settings: deliveryFee, defaultCountry, maintenance.

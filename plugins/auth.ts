@@ -36,6 +36,7 @@ const MESSAGES = {
   unknown: 'The API key is not valid',
   inactive: 'The API key is inactive',
   revoked: 'The API key has been revoked',
+  rolled: 'The API key has been replaced by a new one and its grace period has ended',
   expired: 'The API key has expired'
 } as const
 

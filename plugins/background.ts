@@ -8,7 +8,7 @@
 //    SHUTDOWN_TIMEOUT; what it cannot finish in time it gives back;
 // 2. the periodic jobs (publishing, retention, the discount sweep, idempotency cleanup): the
 //    timer cleared, a run under way awaited;
-// 3. the state poll, which nothing reads once requests have ended;
+// 3. the state poll and the replicas' sampling, which nothing reads once requests have ended;
 // 4. the keys' last-use flush, with one last flush: the server has answered its last
 //    request by then, so no use goes unwritten.
 // The database is closed after all of this by whoever opened it (plugins/database.ts); Redis
@@ -142,6 +142,10 @@ export default fp(async function backgroundPlugin (app) {
   periodic('discount sweep', config.DISCOUNT_SWEEP_MS, () => markDiscountBoundaries(database, catalogCache, config.DISCOUNT_SWEEP_LOOKBACK_MS))
   periodic('idempotency cleanup', config.IDEMPOTENCY_CLEANUP_MS, () => deleteExpiredReplays(database))
   periodic('state poll', config.STATE_POLL_MS, () => refreshState(database, store, catalogCache))
+  // Which replicas may answer catalogue reads (none configured: a run that does nothing).
+  periodic('replica sampling', config.STATE_POLL_MS, async () => {
+    for (const line of await database.sampleReplicas()) app.log.warn(line)
+  })
   periodic('key last-use flush', config.KEY_LAST_USED_FLUSH_MS, () => apiKeys.flushLastUsed(), { runOnStop: true })
 
   app.decorate('background', background)

@@ -1,7 +1,9 @@
 // The one place where failures become response bodies: { error, message, requestId, details? }.
+import { STATUS_CODES as STATUS_TEXTS, maxHeaderSize, type IncomingHttpHeaders } from 'node:http'
+import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import type { ErrorObject } from 'ajv'
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, apiError, invalidField, type ErrorCode } from '../errors.ts'
 import { isDatabaseUnavailable } from '../lib/database-failure.ts'
 import { validationDetails } from '../lib/validation.ts'
@@ -64,6 +66,66 @@ export function sendError (request: FastifyRequest, reply: FastifyReply, err: Ap
 export function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const problem = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a segment is too long' : 'is not valid percent-encoding'
   return sendError(request, reply, invalidField('path', problem))
+}
+
+/** What a request id is made from: its headers (the client's X-Request-Id, when safe to echo). */
+export type RequestIdSource = (request: { headers: IncomingHttpHeaders }) => string
+
+// The client's X-Request-Id, read from the bytes the parser refused (they hold what came so far).
+const RAW_REQUEST_ID = /\r\nx-request-id:[ \t]*([^\r\n]*?)[ \t]*\r\n/i
+
+/** The code of a request Node's HTTP parser refused, and the message that says why. */
+function clientErrorOf (err: NodeJS.ErrnoException): ApiError {
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    return apiError('request_header_too_large', `The request headers are larger than the service accepts (${Math.round(maxHeaderSize / 1024)} KiB); the connection is closed`)
+  }
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return apiError('request_timeout')
+  return apiError('malformed_request')
+}
+
+/**
+ * Fastify's `clientErrorHandler` option: requests Node's HTTP parser refuses (headers too
+ * large, a malformed request line or header, a request not received in time) never reach a
+ * route, so they are answered here in the same error body, with a Request-Id made the way
+ * every request's is, and the connection closed: the parser cannot find where the next
+ * request would begin.
+ */
+export function clientErrorHandler (requestId: RequestIdSource) {
+  // The parser may report again on a connection already being answered.
+  const answering = new WeakSet<Socket>()
+  return function answerClientError (this: FastifyInstance, err: NodeJS.ErrnoException & { rawPacket?: unknown }, socket: Socket): void {
+    // A reset connection has no one to answer.
+    if (err.code === 'ECONNRESET' || socket.destroyed || answering.has(socket)) return
+    answering.add(socket)
+    const raw = Buffer.isBuffer(err.rawPacket) ? RAW_REQUEST_ID.exec(err.rawPacket.toString('latin1')) : null
+    const id = requestId({ headers: raw === null ? {} : { 'x-request-id': raw[1] } })
+    const answer = clientErrorOf(err)
+    this.log.info({ requestId: id, code: err.code, error: answer.code }, 'request refused by the HTTP parser')
+    // A pipelined request ahead of this one is still being answered: its response goes first, whole.
+    const inFlight = (socket as Socket & { _httpMessage?: (NodeJS.EventEmitter & { writableFinished?: boolean }) | null })._httpMessage
+    if (inFlight != null && inFlight.writableFinished !== true) inFlight.once('finish', () => { sendClientError(socket, answer, id) })
+    else sendClientError(socket, answer, id)
+  }
+}
+
+function sendClientError (socket: Socket, answer: ApiError, id: string): void {
+  if (socket.destroyed || !socket.writable || socket.writableEnded) {
+    socket.destroy()
+    return
+  }
+  const body = JSON.stringify({ error: answer.code, message: answer.message, requestId: id })
+  socket.end([
+    `HTTP/1.1 ${answer.statusCode} ${STATUS_TEXTS[answer.statusCode] ?? ''}`,
+    'content-type: application/json; charset=utf-8',
+    `content-length: ${Buffer.byteLength(body)}`,
+    `request-id: ${id}`,
+    'x-content-type-options: nosniff',
+    'connection: close',
+    '',
+    body
+  ].join('\r\n'))
+  // A client that never reads could hold the socket open; the answer is all it gets.
+  socket.setTimeout(5000, () => socket.destroy())
 }
 
 export default fp(async function errorsPlugin (app) {

@@ -1,6 +1,7 @@
 // Prometheus metrics at /metrics: requests by route, method and status, latency, orders,
 // authentication failures by cause, rate-limited requests, idempotent replays, database pool,
-// webhook attempts by outcome and the age of the oldest due delivery.
+// webhook attempts by outcome and the age of the oldest due delivery, catalogue reads by the
+// database that answered them and each replica's replay lag.
 import fp from 'fastify-plugin'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { oldestDueDeliveryAge } from '../services/webhooks/deliveries.ts'
@@ -43,6 +44,21 @@ export default fp(async function metricsPlugin (app) {
   }
   const oldestDue = new Gauge({ name: 'storefront_webhook_oldest_due_seconds', help: 'Age of the oldest webhook delivery that is due and not yet attempted (0 when none waits)', registers: [registry] })
   const pool = new Gauge({ name: 'storefront_db_pool_connections', help: 'Database pool: max, open and active connections', labelNames: ['state'], registers: [registry] })
+  // Read from the database's own counts at each scrape.
+  const catalogReads = new Counter({
+    name: 'storefront_db_catalog_reads_total',
+    help: 'Catalogue reads (products, categories, brands) that reached a database, by the database that answered: primary, replica1…',
+    labelNames: ['database'],
+    registers: [],
+    collect () {
+      this.reset()
+      for (const [database, count] of Object.entries(app.database.readStats().reads)) this.inc({ database }, count)
+    }
+  })
+  registry.registerMetric(catalogReads)
+  const replicaUp = new Gauge({ name: 'storefront_db_replica_up', help: 'Whether the replica answered its last sample (1) or not (0)', labelNames: ['replica'], registers: [registry] })
+  const replicaLag = new Gauge({ name: 'storefront_db_replica_lag_bytes', help: 'WAL the primary had written that the replica had not replayed, at the last sample', labelNames: ['replica'], registers: [registry] })
+  const replicaDelay = new Gauge({ name: 'storefront_db_replica_replay_delay_seconds', help: 'Time since the last transaction the replica replayed was committed (grows while the primary is idle)', labelNames: ['replica'], registers: [registry] })
   app.decorate('metrics', metrics)
 
   app.addHook('onResponse', async (request, reply) => {
@@ -63,6 +79,11 @@ export default fp(async function metricsPlugin (app) {
       oldestDue.set(await oldestDueDeliveryAge(app.database))
     } catch (err) {
       request.log.warn({ err }, 'metrics: webhook delivery age unavailable')
+    }
+    for (const replica of app.database.readStats().replicas) {
+      replicaUp.set({ replica: replica.name }, replica.reachable ? 1 : 0)
+      if (replica.lagBytes !== null) replicaLag.set({ replica: replica.name }, replica.lagBytes)
+      if (replica.replayDelaySeconds !== null) replicaDelay.set({ replica: replica.name }, replica.replayDelaySeconds)
     }
     return reply.type(registry.contentType).send(await registry.metrics())
   })

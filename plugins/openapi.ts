@@ -12,8 +12,6 @@ import { webhookSchemas } from '../schemas/webhooks.ts'
 import { delays, duration } from '../schemas/wording.ts'
 import { SECRET_OVERLAP_MS } from '../services/webhooks/endpoints.ts'
 
-export const API_TITLE = 'Storefront External API'
-
 export const API_DESCRIPTION = `The API a store gives its external integrators: read the catalogue (products, prices after
 discounts, stock, variants and option combinations), create, list and fetch your own orders, and keep your
 own copy in sync by following the changes feed or by receiving webhooks.
@@ -120,14 +118,25 @@ const THEME_CSS = `.swagger-ui .topbar { background-color: #3a2417; padding: 8px
 .swagger-ui .topbar-wrapper .link img { height: 40px; width: auto; }
 `
 
+/** The document's contact: what the operator configured, nothing when neither is set. */
+export function contactOf (config: Pick<Config, 'API_CONTACT_EMAIL' | 'API_CONTACT_URL'>): { contact: { name: string, email?: string, url?: string } } | Record<string, never> {
+  const { API_CONTACT_EMAIL: email, API_CONTACT_URL: url } = config
+  if (email === undefined && url === undefined) return {}
+  return { contact: { name: 'Integration support', ...(email === undefined ? {} : { email }), ...(url === undefined ? {} : { url }) } }
+}
+
+// The page's <title> is written into HTML as it is given.
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
 export default fp(async function openapiPlugin (app) {
   const publicBaseUrl = app.config.PUBLIC_BASE_URL
+  const title = app.config.API_TITLE
   for (const schema of sharedSchemas) app.addSchema(schema)
 
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: API_TITLE, version: '1.0.0', description: API_DESCRIPTION, contact: { name: 'The store\'s integration support', email: 'integrations@example.com' }, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
+      info: { title, version: '1.0.0', description: API_DESCRIPTION, ...contactOf(app.config), license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
       ...(publicBaseUrl ? { servers: [{ url: publicBaseUrl }] } : {}),
       tags: [
         { name: 'Products', description: 'The catalogue' },
@@ -155,7 +164,7 @@ export default fp(async function openapiPlugin (app) {
     routePrefix: '/docs',
     logo: { type: 'image/svg+xml', content: LOGO_SVG, href: '/docs', target: '_self' },
     theme: {
-      title: API_TITLE,
+      title: escapeHtml(title),
       favicon: [{ filename: 'favicon.svg', rel: 'icon', sizes: 'any', type: 'image/svg+xml', content: FAVICON_SVG }],
       css: [{ filename: 'storefront.css', content: THEME_CSS }]
     },

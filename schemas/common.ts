@@ -107,12 +107,28 @@ export const CursorQuery = Type.String({
   description: `The nextCursor of the previous page: the next ${PAGE_SIZE} records, in the same order and with the same filters. Send no other list parameter with it`
 })
 
-/** `updatedSince`: an instant with its offset. */
+/** `updatedSince`: an instant with its offset, within the years every timestamp is held to. */
 export const UpdatedSinceQuery = Type.String({
   format: 'date-time',
   maxLength: 40,
-  description: 'Only records whose updatedAt is at or after this instant: ISO 8601 with an offset (`Z` or `+hh:mm`)'
+  description: 'Only records whose updatedAt is at or after this instant: ISO 8601 with an offset (`Z` or `+hh:mm`), from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z'
 })
+
+/**
+ * Marks a query parameter that takes a list. Clients send lists either way, so the
+ * parameter repeated (`a=1&a=2`) means its comma-separated form (`a=1,2`); the validator joins
+ * the repeats before the length limit applies. In the document it tells readers the same.
+ */
+export const LIST_KEYWORD = 'x-list'
+
+/** A list query parameter: comma-separated values, or the parameter repeated. */
+export function ListQuery (name: string, maxLength: number, description: string) {
+  return Type.String({
+    maxLength,
+    description: `${description}. Separate values with commas, or repeat the parameter (\`${name}=A&${name}=B\` is \`${name}=A,B\`); at most ${maxLength.toLocaleString('en')} characters joined`,
+    [LIST_KEYWORD]: true
+  })
+}
 
 // ---- What the documentation says of responses: headers, examples, the error responses.
 
@@ -254,6 +270,9 @@ const ERROR_EXAMPLES: { [C in ErrorCode]: Omit<ErrorExample<C>, 'code'> } = {
   invalid_webhook_url: { message: 'url: the host 10.0.0.7 is a private address; webhooks are delivered to public hosts only' },
   webhook_limit_reached: { message: ERRORS.webhook_limit_reached.message },
   invalid_cursor: { message: ERRORS.invalid_cursor.message },
+  malformed_request: { message: ERRORS.malformed_request.message },
+  request_timeout: { message: ERRORS.request_timeout.message },
+  request_header_too_large: { message: 'The request headers are larger than the service accepts (16 KiB); the connection is closed' },
   cursor_expired: { message: ERRORS.cursor_expired.message },
   invalid_api_key: { message: 'Send your API key in the X-Api-Key header or as Authorization: Api-Key <key>' },
   insufficient_scope: { message: ERRORS.insufficient_scope.message },

@@ -1,6 +1,6 @@
 // What integrators see of the catalogue.
 import { Type, type Static } from 'typebox'
-import { Count, CursorQuery, LIMITS, UpdatedSinceQuery, Money, Nullable, Page, PageQuery, Text, Timestamp, Uuid, ref } from './common.ts'
+import { Count, CursorQuery, LIMITS, ListQuery, UpdatedSinceQuery, Money, Nullable, Page, PageQuery, Text, Timestamp, Uuid, ref } from './common.ts'
 
 export const VariantOption = Type.Object({
   id: Uuid,
@@ -50,8 +50,8 @@ export const ListProductsQuery = Type.Object({
   query: Type.Optional(Type.String({ description: 'Case-insensitive substring of the name, SKU or barcode of the product or of any of its combinations', maxLength: 200 })),
   page: Type.Optional(PageQuery),
   isAvailable: Type.Optional(Type.Unsafe<'true' | 'false'>({ type: 'string', enum: ['true', 'false'], description: 'Filter by availability: `true` or `false`' })),
-  categoryIds: Type.Optional(Type.String({ maxLength: 4000, description: 'Comma-separated category GUIDs; a product in any of them matches; invalid GUIDs are ignored' })),
-  brandIds: Type.Optional(Type.String({ maxLength: 4000, description: 'Comma-separated brand GUIDs; invalid GUIDs are ignored' })),
+  categoryIds: Type.Optional(ListQuery('categoryIds', 4000, 'Category GUIDs; a product in any of them matches; invalid GUIDs are ignored')),
+  brandIds: Type.Optional(ListQuery('brandIds', 4000, 'Brand GUIDs; a product of any of them matches; invalid GUIDs are ignored')),
   barcode: Type.Optional(Type.String({ maxLength: 200, description: 'Exact barcode of the product or of any of its combinations' })),
   sku: Type.Optional(Type.String({ maxLength: 200, description: 'Exact SKU of the product or of any of its combinations' })),
   updatedSince: Type.Optional(UpdatedSinceQuery),

@@ -1,14 +1,18 @@
 // Authenticates secrets through a short-lived cache, so a valid key is not looked up in the
 // database on every request while a revoked or deactivated one stops working within
-// `ttlMs` on every instance. Last use is written in batches: the background plugin calls
+// `ttlMs` on every instance. A secret a roll replaced is cached with its end, so it stops at
+// the end of its grace even while cached. Last use is written in batches: the background plugin calls
 // `flushLastUsed` on its schedule and once more when the app closes.
-import { findApiKeyByHash, keyState, touchApiKeys, type ApiKeyRecord, type KeyState } from '../db/api-keys.ts'
+import { findApiKeyByHash, keyState, touchApiKeys, type ApiKeyRecord, type KeyForSecret, type KeyState } from '../db/api-keys.ts'
 import type { Database } from '../db/client.ts'
 import { hashSecret } from '../lib/api-key-secret.ts'
 
-interface Entry { record: ApiKeyRecord | null, fetchedAt: number }
+interface Entry { found: KeyForSecret | null, fetchedAt: number }
 
-export type AuthResult = { ok: true, key: ApiKeyRecord } | { ok: false, reason: 'unknown' | Exclude<KeyState, 'active'> }
+/** Why a secret is refused: `rolled` is a previous secret past the end of its grace. */
+export type AuthFailureReason = 'unknown' | 'rolled' | Exclude<KeyState, 'active'>
+
+export type AuthResult = { ok: true, key: ApiKeyRecord } | { ok: false, reason: AuthFailureReason }
 
 export class ApiKeyCache {
   readonly #database: Database
@@ -26,12 +30,13 @@ export class ApiKeyCache {
     const keyHash = hashSecret(secret)
     let entry = this.#entries.get(keyHash)
     if (entry === undefined || now - entry.fetchedAt >= this.#ttlMs) entry = await this.#load(keyHash, now)
-    const record = entry.record
-    if (record === null) return { ok: false, reason: 'unknown' }
-    const state = keyState(record, new Date(now))
+    if (entry.found === null) return { ok: false, reason: 'unknown' }
+    const { key, secretExpiresAt } = entry.found
+    const state = keyState(key, new Date(now))
     if (state !== 'active') return { ok: false, reason: state }
-    this.#used.add(record.id)
-    return { ok: true, key: record }
+    if (secretExpiresAt !== null && secretExpiresAt.getTime() <= now) return { ok: false, reason: 'rolled' }
+    this.#used.add(key.id)
+    return { ok: true, key }
   }
 
   // Concurrent requests with the same key share one lookup.
@@ -39,8 +44,8 @@ export class ApiKeyCache {
     let pending = this.#inFlight.get(keyHash)
     if (pending === undefined) {
       pending = findApiKeyByHash(this.#database.db, keyHash)
-        .then((record) => {
-          const entry = { record, fetchedAt: now }
+        .then((found) => {
+          const entry = { found, fetchedAt: now }
           // Unknown hashes are cached too, but bounded, so guessing cannot grow memory.
           if (this.#entries.size > 10000) this.#entries.clear()
           this.#entries.set(keyHash, entry)

@@ -35,18 +35,18 @@ export function productFilters (q: ProductListQuery): ProductFilters {
 
 export async function getProduct (database: Database, catalogCache: CatalogCache, id: string): Promise<Product | null> {
   return catalogCache.cachedRead(`product:${id.toLowerCase()}`, async () => {
-    const found = await findProduct(database.db, id)
+    const found = await database.readCatalog(catalogCache.version, (db) => findProduct(db, id))
     return found && { value: found.product, changesAt: [found.priceChangesAt] }
   })
 }
 
 export async function listProductPage (database: Database, catalogCache: CatalogCache, cursorSecret: string, filters: ProductFilters, window: ListWindow): Promise<ProductPage> {
   const page = await catalogCache.cachedRead(`list:${JSON.stringify([filters, window.offset, window.after])}`, async () => {
-    const found = await listProducts(database.db, filters, window)
+    const found = await database.readCatalog(catalogCache.version, (db) => listProducts(db, filters, window))
     // Counting every match again for each page is what made deep crawls slow: the total of a
     // filter is kept until the catalogue changes.
     const total = found.total ?? (await catalogCache.cachedRead(`count:${JSON.stringify(filters)}`, async () => ({
-      value: await countMatchingProducts(database.db, filters),
+      value: await database.readCatalog(catalogCache.version, (db) => countMatchingProducts(db, filters)),
       changesAt: []
     })))!
     return {
@@ -66,7 +66,7 @@ export async function listProductPage (database: Database, catalogCache: Catalog
 /** A page of categories or brands with their product counts (the same shape for both). */
 export async function listGroupingPage (database: Database, catalogCache: CatalogCache, cursorSecret: string, grouping: Grouping, window: ListWindow): Promise<CategoryPage> {
   const page = await catalogCache.cachedRead(`${grouping}:${JSON.stringify([window.offset, window.after])}`, async () => {
-    const { items, total, next } = await listGroupings(database.db, grouping, window)
+    const { items, total, next } = await database.readCatalog(catalogCache.version, (db) => listGroupings(db, grouping, window))
     return {
       value: { items, page: window.page, pageSize: PAGE_SIZE, total, nextCursor: nextCursor(cursorSecret, grouping, {}, window.page, next) },
       changesAt: []

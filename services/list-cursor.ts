@@ -31,7 +31,11 @@ export function openListCursor<F> (secret: string, list: ListName, token: string
   const sent = Object.keys(others).filter((name) => others[name] !== undefined)
   if (sent.length > 0) throw invalidField(`query.${sent[0]!}`, 'send no other list parameter with cursor: it carries the filters of the first page')
   const payload = openCursor(secret, token) as CursorPayload<F> | null
-  if (payload === null || payload.l !== list || payload.o !== owner || !Number.isSafeInteger(payload.p) ||
+  // Sealed here, so its list name is ours to repeat: a client that mixed up its cursors learns which.
+  if (payload !== null && typeof payload.l === 'string' && payload.l !== list) {
+    throw apiError('invalid_cursor', `This cursor belongs to the ${payload.l} list, not the ${list} list`)
+  }
+  if (payload === null || payload.o !== owner || !Number.isSafeInteger(payload.p) ||
       !Array.isArray(payload.k) || payload.k.length !== 2 || payload.k.some((v) => typeof v !== 'string')) {
     throw apiError('invalid_cursor')
   }

@@ -28,6 +28,10 @@ export function readOrderRequest (body: unknown, settings: Pick<StoreSettings, '
   if (!isObject(body)) throw invalidField('body', 'must be an object')
 
   const { customerName, items } = body
+  if (customerName !== undefined && customerName !== null && typeof customerName !== 'string') {
+    const given = Array.isArray(customerName) ? 'an array' : typeof customerName === 'object' ? 'an object' : `a ${typeof customerName}`
+    throw apiError('customer_name_required', `customerName must be a string, not ${given}`)
+  }
   if (typeof customerName !== 'string' || customerName.trim() === '') throw apiError('customer_name_required')
   if (!Array.isArray(items) || items.length === 0) throw apiError('items_required')
   if (items.length > MAX_ORDER_LINES) throw invalidField('body.items', `must have at most ${MAX_ORDER_LINES} items`)

@@ -1,9 +1,9 @@
-// storefront keys create | list | revoke | deactivate | activate | set-rate-limit.
+// storefront keys create | list | roll | revoke | deactivate | activate | set-rate-limit.
 import type { Command } from 'commander'
 import { KEY_MODES, SCOPES } from '../../lib/api-key-secret.ts'
-import { createKey, listKeys, newKey, setKeyRateLimit, setKeyStatus } from '../../services/api-key-admin.ts'
+import { createKey, listKeys, newKey, rollKey, setKeyRateLimit, setKeyStatus } from '../../services/api-key-admin.ts'
 import { JSON_OPTION, missingArguments, print, requireId, UsageError, withDatabase, type CommandContext, type Output } from '../context.ts'
-import { commaList, parseInstant, parseRateLimit } from '../input.ts'
+import { commaList, parseGrace, parseInstant, parseRateLimit } from '../input.ts'
 
 const STATUS_CHANGES = [
   ['revoke', 'revoked', 'revoke a key for good'],
@@ -12,7 +12,7 @@ const STATUS_CHANGES = [
 ] as const
 
 export function addKeysCommands (program: Command, { config }: CommandContext): void {
-  const keys = program.command('keys').description('API keys: create, list, revoke, deactivate, activate, set-rate-limit')
+  const keys = program.command('keys').description('API keys: create, list, roll, revoke, deactivate, activate, set-rate-limit')
   keys.command('create')
     .description('create a key and print it: the only time it is shown')
     .option('--name <name>', 'who the key is for (required)')
@@ -42,10 +42,27 @@ export function addKeysCommands (program: Command, { config }: CommandContext): 
       const list = await withDatabase(config(), listKeys)
       const text = list.length === 0
         ? 'no keys'
-        : list.map((k) => `${k.id}  ${k.state.padEnd(8)}  ${k.mode}  ${k.name}  scopes=${k.scopes.join(',')}  expires=${k.expiresAt ?? 'never'}  lastUsed=${k.lastUsedAt ?? 'never'}  rateLimit=${k.rateLimit ?? 'default'}`).join('\n')
-      print(options, list.map(({ id, name, state, mode, scopes, expiresAt, lastUsedAt, rateLimit, createdAt }) =>
-        ({ id, name, state, mode, scopes, expiresAt, lastUsedAt, rateLimit, createdAt })), text)
+        : list.map((k) => `${k.id}  ${k.state.padEnd(8)}  ${k.mode}  ${k.name}  scopes=${k.scopes.join(',')}  expires=${k.expiresAt ?? 'never'}  lastUsed=${k.lastUsedAt ?? 'never'}  rateLimit=${k.rateLimit ?? 'default'}` +
+          (k.previousKeyExpiresAt === null ? '' : `  previousKeyExpires=${k.previousKeyExpiresAt}`)).join('\n')
+      print(options, list.map(({ id, name, state, mode, scopes, expiresAt, lastUsedAt, rateLimit, previousKeyExpiresAt, createdAt }) =>
+        ({ id, name, state, mode, scopes, expiresAt, lastUsedAt, rateLimit, previousKeyExpiresAt, createdAt })), text)
     })
+  const roll = keys.command('roll')
+    .description('give a key a new secret, shown once; the old one works until the grace ends')
+    .argument('<ID>', 'the key id, as keys list shows')
+    .option('--grace <duration>', 'how long the old secret keeps working: 0 (ends now), 90s, 30m, 24h, up to 7d', '24h')
+    .option(...JSON_OPTION)
+    .addHelpText('after', '\nRolling again ends the older previous secret at once. revoke and deactivate stop both secrets.')
+    .action(async (value: string, options: Output & { grace: string }) => {
+      const id = requireId(value, 'keys roll')
+      const graceMs = parseGrace(options.grace)
+      const rolled = await withDatabase(config(), (database) => rollKey(database, id, graceMs))
+      const previous = graceMs === 0
+        ? 'The previous secret has stopped working (on every instance within 5 seconds).'
+        : `The previous secret works until ${rolled.previousKeyExpiresAt} (grace ${options.grace}); then only this one does.`
+      print(options, rolled, `rolled key ${rolled.id}: its new secret is\n${rolled.key}\nKeep it secret: it is not shown again. ${previous}`)
+    })
+  missingArguments.set(roll, 'keys roll needs a key id (a GUID, as keys list shows)')
   for (const [verb, status, description] of STATUS_CHANGES) {
     const change = keys.command(verb)
       .description(`${description} (in force on every instance within 5 seconds)`)

@@ -140,7 +140,7 @@ async function operatorSuite (t: Test, backend: Backend): Promise<void> {
     t.ok(Array.isArray(list))
     t.equal(list.length, 4)
     for (const key of list) {
-      t.strictSame(Object.keys(key), ['id', 'name', 'state', 'mode', 'scopes', 'expiresAt', 'lastUsedAt', 'rateLimit', 'createdAt'], `${key.name}: exactly the documented fields`)
+      t.strictSame(Object.keys(key), ['id', 'name', 'state', 'mode', 'scopes', 'expiresAt', 'lastUsedAt', 'rateLimit', 'previousKeyExpiresAt', 'createdAt'], `${key.name}: exactly the documented fields`)
       t.ok(!Number.isNaN(Date.parse(key.createdAt)), 'createdAt is a timestamp')
     }
     t.notOk(JSON.stringify(list).includes('sk_'), 'no secret in the list')
@@ -373,7 +373,7 @@ t.test('help, --version and refused command lines, without a database', async (t
   }
   const keys = help(keysHelp, 'keys --help')
   t.match(keys, /^Usage: storefront keys \[options\] \[command\]\n/, 'keys --help: the usage of keys')
-  for (const sub of ['create [options]', 'list [options]', 'revoke [options] <ID>', 'deactivate [options] <ID>', 'activate [options] <ID>', 'set-rate-limit [options] <ID> <N|default>']) {
+  for (const sub of ['create [options]', 'list [options]', 'roll [options] <ID>', 'revoke [options] <ID>', 'deactivate [options] <ID>', 'activate [options] <ID>', 'set-rate-limit [options] <ID> <N|default>']) {
     t.ok(keys.includes(`\n  ${sub} `), `keys --help lists ${sub}`)
   }
   t.notMatch(keys, /^\s+(serve|migrate|catalog)\b/m, 'keys --help is not the global usage')

@@ -22,6 +22,7 @@ const STOP_ORDER = [
   'discount sweep',
   'idempotency cleanup',
   'state poll',
+  'replica sampling',
   'key last-use flush'
 ]
 

@@ -1,9 +1,18 @@
+import { EventEmitter } from 'node:events'
+import net, { type AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import t from 'tap'
 import { Type } from 'typebox'
+import { ERRORS } from '../../errors.ts'
 import { generateSecret } from '../../lib/api-key-secret.ts'
+import { clientErrorHandler } from '../../plugins/errors.ts'
 import { authHeaders, buildTestApp, expectError, importProducts, makeKey, makeProduct } from '../helper.ts'
+import { rawRequest, type RawAnswer } from '../raw-http.ts'
 
+const ERRORS_BY_CODE: Record<string, string> = {
+  ...Object.fromEntries(Object.entries(ERRORS).map(([code, { message }]) => [code, message])),
+  request_header_too_large: 'The request headers are larger than the service accepts (16 KiB); the connection is closed'
+}
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const FAKE_KEY = generateSecret()
 const SQL_TEXT = `insert into "api_keys" ("key_hash") values ('${FAKE_KEY}') returning "id"`
@@ -172,4 +181,125 @@ t.test('a URL the router rejects still answers the error body', async (t) => {
     t.equal(res.headers['request-id'], 'bad-url')
     t.notMatch(res.body, 'aaaaaaaa', 'the path is not echoed')
   }
+})
+
+t.test('a body with a __proto__ or constructor.prototype key names the problem, not "invalid JSON"', async (t) => {
+  const cases: Array<[string, string, string]> = [
+    ['{"__proto__":{"isAdmin":true},"name":"x"}', 'body', '__proto__'],
+    ['{"name":"x","nested":[{"__proto__":null}]}', 'body.nested[0]', '__proto__'],
+    ['{"name":"x","constructor":{"prototype":{"x":1}}}', 'body', 'constructor.prototype']
+  ]
+  for (const [payload, path, key] of cases) {
+    const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload })
+    const body = expectError(t, res, 400, 'validation_failed', { details: true, what: payload })
+    t.equal(body.message, `${path}: must not contain a ${key} key`)
+    t.same(body.details, [{ path, message: `must not contain a ${key} key` }])
+  }
+  // A constructor key that holds no prototype is an ordinary key.
+  const plain = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: '{"name":"x","constructor":"y"}' })
+  t.equal(plain.statusCode, 200)
+  t.equal(({} as Record<string, unknown>).isAdmin, undefined, 'no prototype was touched')
+})
+
+// ---- Requests Node's HTTP parser refuses: through a listening app and a raw socket.
+
+t.test('requests the HTTP parser refuses answer the error body with a Request-Id, and close the connection', async (t) => {
+  const parserLog: Array<Record<string, unknown>> = []
+  const listening = await buildTestApp(t, {
+    database: app.database,
+    logger: {
+      level: 'info',
+      stream: new Writable({
+        write (chunk: Buffer, _encoding, done) {
+          for (const line of chunk.toString('utf8').split('\n')) if (line.trim() !== '') parserLog.push(JSON.parse(line) as Record<string, unknown>)
+          done()
+        }
+      })
+    }
+  })
+  await listening.listen({ port: 0, host: '127.0.0.1' })
+  const port = (listening.server.address() as AddressInfo).port
+  const refused = (answer: RawAnswer, status: number, code: string, what: string) => {
+    t.equal(answer.statusCode, status, `${what}: status ${status}`)
+    t.match(answer.headers['content-type'], /^application\/json/, `${what}: JSON`)
+    const body = JSON.parse(answer.body) as Record<string, unknown>
+    t.same(Object.keys(body).sort(), ['error', 'message', 'requestId'], `${what}: the error body`)
+    t.equal(body.error, code, `${what}: ${code}`)
+    t.equal(body.message, ERRORS_BY_CODE[code], `${what}: its message`)
+    t.equal(body.requestId, answer.headers['request-id'], `${what}: requestId is the Request-Id header`)
+    t.equal(answer.headers.connection, 'close', `${what}: connection: close`)
+    t.ok(answer.closed, `${what}: the server closed the connection`)
+    return body
+  }
+
+  const big = await rawRequest(port, ['GET /external/v1/products HTTP/1.1\r\nHost: x\r\nX-Request-Id: big-1\r\n', `X-Big: ${'a'.repeat(100_000)}\r\n\r\n`])
+  const bigBody = refused(big, 431, 'request_header_too_large', '100 kB of headers')
+  t.equal(bigBody.requestId, 'big-1', 'a safe X-Request-Id is kept, as on any request')
+
+  const badHeader = await rawRequest(port, ['GET /external/v1/products HTTP/1.1\r\nHost: x\r\nX-Request-Id: bad-2\r\nNo colon here\r\n\r\n'])
+  t.equal(refused(badHeader, 400, 'malformed_request', 'a header line without a colon').requestId, 'bad-2')
+
+  const badLine = await rawRequest(port, ['NOT HTTP AT ALL\r\n\r\n'])
+  t.match(refused(badLine, 400, 'malformed_request', 'a malformed request line').requestId, UUID, 'an id of our own')
+
+  const unsafeId = await rawRequest(port, ['GET / HTTP/1.1\r\nHost: x\r\nX-Request-Id: has space\r\nBad\u0001Header: x\r\n\r\n'])
+  t.match(refused(unsafeId, 400, 'malformed_request', 'a control character in a header name').requestId, UUID, 'an unsafe X-Request-Id is replaced')
+
+  // A good request first on a keep-alive connection: it is answered, then the bad one closes it.
+  const keepAlive = await rawRequest(port, ['GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /healthz HTTP/1.1\r\nHost: x\r\nBroken\r\n\r\n'], { responses: 2 })
+  t.same(keepAlive.all.map((r) => r.statusCode), [200, 400], 'the good request\'s answer is intact')
+  refused(keepAlive, 400, 'malformed_request', 'a malformed request after a good one')
+
+  const logged = parserLog.filter((line) => line.msg === 'request refused by the HTTP parser')
+  t.same(logged.map((line) => [line.requestId, line.error]).slice(0, 2), [['big-1', 'request_header_too_large'], ['bad-2', 'malformed_request']],
+    'each refusal is logged with its request id, so support can find it')
+})
+
+t.test('the client error handler: a timeout, and sockets that cannot be answered', async (t) => {
+  const handler = clientErrorHandler(() => 'fixed-id')
+  const log = { info: () => {} }
+  // A connected pair of sockets: what the handler writes to one, the other reads.
+  const pair = async () => {
+    const server = net.createServer()
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    t.teardown(() => { server.close() })
+    const accepted = new Promise<net.Socket>((resolve) => server.once('connection', resolve))
+    const client = net.connect((server.address() as AddressInfo).port, '127.0.0.1')
+    const received: Buffer[] = []
+    client.on('data', (d) => received.push(d))
+    const closed = new Promise<string>((resolve) => client.on('close', () => resolve(Buffer.concat(received).toString('utf8'))))
+    client.on('error', () => {})
+    t.teardown(() => { client.destroy() })
+    return { socket: await accepted, closed }
+  }
+
+  const timeout = await pair()
+  handler.call({ log } as never, Object.assign(new Error('timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), timeout.socket)
+  const text = await timeout.closed
+  t.match(text, /^HTTP\/1\.1 408 Request Timeout\r\n/)
+  t.match(text, '\r\nrequest-id: fixed-id\r\n')
+  t.same(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)), { error: 'request_timeout', message: ERRORS_BY_CODE.request_timeout, requestId: 'fixed-id' })
+
+  const reset = await pair()
+  handler.call({ log } as never, Object.assign(new Error('reset'), { code: 'ECONNRESET' }), reset.socket)
+  t.notOk(reset.socket.destroyed, 'a reset connection is left to Node')
+  reset.socket.destroy()
+
+  // A response still being written for a request ahead goes first; the refusal follows it.
+  const answering = await pair()
+  const inFlight = Object.assign(new EventEmitter(), { writableFinished: false })
+  Object.assign(answering.socket, { _httpMessage: inFlight })
+  handler.call({ log } as never, Object.assign(new Error('bad'), { code: 'HPE_INVALID_METHOD' }), answering.socket)
+  handler.call({ log } as never, Object.assign(new Error('bad again'), { code: 'HPE_INVALID_METHOD' }), answering.socket)
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  answering.socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok')
+  inFlight.emit('finish')
+  const both = await answering.closed
+  t.match(both, /^HTTP\/1\.1 200 OK\r\n[^]*ok/, 'the response ahead is whole')
+  t.equal(both.match(/HTTP\/1\.1 400 Bad Request/g)?.length, 1, 'then one refusal, however often the parser reports')
+
+  const ended = await pair()
+  ended.socket.end()
+  handler.call({ log } as never, Object.assign(new Error('bad'), { code: 'HPE_INVALID_METHOD' }), ended.socket)
+  t.equal(await ended.closed, '', 'a socket that can take no more is closed')
 })

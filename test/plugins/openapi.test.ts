@@ -37,7 +37,7 @@ function operations (document: Document) {
 }
 
 // What every /external/v1 operation can answer whatever it does.
-const COMMON_STATUSES = ['401', '403', '429', '500', '503']
+const COMMON_STATUSES = ['401', '403', '408', '429', '431', '500', '503']
 
 // Each endpoint of the spec with its own statuses. An endpoint added
 // beyond these must still list a 2XX and the common statuses.
@@ -103,6 +103,25 @@ t.test('the document describes every external operation completely', async (t) =
   }
   const present = new Set(external.map((o) => o.key))
   t.same(Object.keys(OWN_STATUSES).filter((key) => !present.has(key)), [], 'every endpoint of the spec is in the document')
+})
+
+t.test('the title and the contact are the operator\'s; no placeholder ships', async (t) => {
+  const committed = await readFile(OPENAPI_FILE, 'utf8')
+  const document = parse(committed) as { info: Record<string, unknown> }
+  t.equal(document.info.title, 'Storefront External API', 'the default title')
+  t.notOk('contact' in document.info, 'no contact unless the operator gives one')
+  t.notMatch(committed, /integrations@example\.com/, 'the old placeholder address is gone')
+
+  const app = await buildTestApp(t, { env: { API_TITLE: 'Acme & Co <Partner API>', API_CONTACT_EMAIL: 'api@acme.example', API_CONTACT_URL: 'https://acme.example/partners' } })
+  const served = (await app.inject({ url: '/openapi.json' })).json() as { info: Record<string, unknown> }
+  t.equal(served.info.title, 'Acme & Co <Partner API>')
+  t.same(served.info.contact, { name: 'Integration support', email: 'api@acme.example', url: 'https://acme.example/partners' })
+  let res = await app.inject({ url: '/docs' })
+  for (let hops = 0; res.statusCode >= 300 && res.statusCode < 400 && hops < 3; hops++) res = await app.inject({ url: new URL(String(res.headers.location), 'http://localhost/docs/').pathname })
+  t.match(res.body, '<title>Acme &#38; Co &#60;Partner API&#62;</title>', 'the page is titled with it, as text')
+
+  const emailOnly = await buildTestApp(t, { database: app.database, env: { API_CONTACT_EMAIL: 'api@acme.example' } })
+  t.same(((await emailOnly.inject({ url: '/openapi.json' })).json() as { info: Record<string, unknown> }).info.contact, { name: 'Integration support', email: 'api@acme.example' })
 })
 
 t.test('the document and the reference are served without a key', async (t) => {

@@ -8,6 +8,7 @@ import t from 'tap'
 import type { App } from '../../app.ts'
 import { loadConfig } from '../../config.ts'
 import { setApiKeyRateLimit } from '../../db/api-keys.ts'
+import { rollKey } from '../../services/api-key-admin.ts'
 import { authHeaders, buildTestApp, createTestDatabase, expectError, importProducts, makeKey, makeProduct, sleep, type Answer } from '../helper.ts'
 import { startTcpProxy } from '../tcp-proxy.ts'
 
@@ -166,6 +167,25 @@ t.test('a per-key override applies instead of RATE_LIMIT_MAX, and the operator c
   const res = await get(key)
   t.equal(res.statusCode, 200, 'no override: RATE_LIMIT_MAX again')
   t.equal(checkHeaders(t, res.headers, { policy: 'per-key', limit: 100 }, 'override cleared').remaining, 100 - 8)
+})
+
+t.test('a rolled key has one budget: requests with its new and its previous secret count together', async (t) => {
+  const app = await appWith(t, { RATE_LIMIT_MAX: '4' })
+  const { id, key: previous } = await makeKey(app, ['products:list'])
+  const { key: current } = await rollKey(app.database, id, 60_000)
+  const remoteAddress = uniqueIp()
+  const get = (secret: string) => app.inject({ url: LIST, remoteAddress, headers: authHeaders(secret) })
+  const remaining: number[] = []
+  for (const secret of [previous, current, previous, current]) {
+    const res = await get(secret)
+    t.equal(res.statusCode, 200)
+    remaining.push(checkHeaders(t, res.headers, { policy: 'per-key', limit: 4 }, 'either secret').remaining)
+  }
+  t.strictSame(remaining, [3, 2, 1, 0], 'each request, with either secret, takes from the same count')
+  check429(t, await get(previous), 'the previous secret, once the key has used its budget')
+  check429(t, await get(current), 'the new secret, once the key has used its budget')
+  const { key: other } = await makeKey(app, ['products:list'])
+  t.equal((await get(other)).statusCode, 200, 'another key keeps its own budget')
 })
 
 t.test('failed authentication is limited per client IP, apart from the key budget', async (t) => {

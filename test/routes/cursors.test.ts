@@ -84,8 +84,13 @@ t.test('cursors refuse other parameters, tampering and other lists', async (t) =
   for (const bad of ['garbage', 'a.b', tampered, `${first.nextCursor!}x`]) {
     expectError(t, await get(`/external/v1/products?cursor=${encodeURIComponent(bad)}`), 400, 'invalid_cursor', { what: bad.slice(0, 12) })
   }
-  expectError(t, await get(`/external/v1/categories?cursor=${cursor}`), 400, 'invalid_cursor', { what: 'a products cursor on categories' })
-  expectError(t, await get(`/external/v1/orders?cursor=${cursor}`), 400, 'invalid_cursor', { what: 'a products cursor on orders' })
+  // A cursor of another list names the list it belongs to.
+  expectError(t, await get(`/external/v1/categories?cursor=${cursor}`), 400, 'invalid_cursor',
+    { what: 'a products cursor on categories', message: /^This cursor belongs to the products list, not the categories list$/ })
+  expectError(t, await get(`/external/v1/orders?cursor=${cursor}`), 400, 'invalid_cursor',
+    { what: 'a products cursor on orders', message: /^This cursor belongs to the products list, not the orders list$/ })
+  expectError(t, await get(`/external/v1/products?cursor=${encodeURIComponent(tampered)}`), 400, 'invalid_cursor',
+    { what: 'an altered cursor', message: /^The cursor was not issued by this service or was altered$/ })
   expectError(t, await get(`/external/v1/products?cursor=${'x'.repeat(1001)}`), 400, 'validation_failed', { details: true })
 })
 
@@ -96,7 +101,10 @@ t.test('orders: cursors newest first, bound to the key', async (t) => {
   t.same(pages.flatMap((p) => p.items.map((i) => i.id)), placed.reverse())
   t.same(pages.map((p) => p.page), [1, 2])
   expectError(t, await app.inject({ url: `/external/v1/orders?cursor=${encodeURIComponent(pages[0]!.nextCursor!)}`, headers: authHeaders(otherKey) }),
-    400, 'invalid_cursor', { what: 'another key\'s cursor' })
+    400, 'invalid_cursor', { what: 'another key\'s cursor', message: /^The cursor was not issued by this service or was altered$/ })
+  const orders = encodeURIComponent(pages[0]!.nextCursor!)
+  expectError(t, await app.inject({ url: `/external/v1/products?cursor=${orders}`, headers: authHeaders(key) }), 400, 'invalid_cursor',
+    { what: 'an orders cursor on products', message: /^This cursor belongs to the orders list, not the products list$/ })
 })
 
 t.test('orders created within one millisecond keep their order across pages', async (t) => {

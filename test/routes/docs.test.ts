@@ -7,11 +7,11 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import type { InjectOptions } from 'fastify'
 import t from 'tap'
-import { importCatalog } from '../../services/catalog-import.ts'
+import { DEFAULT_API_TITLE } from '../../config.ts'
 import { writeSetting } from '../../db/settings.ts'
 import { ERRORS, type ErrorCode } from '../../errors.ts'
-import { API_TITLE } from '../../plugins/openapi.ts'
 import { RESPONSE_EXAMPLES } from '../../schemas/examples.ts'
+import { importCatalog } from '../../services/catalog-import.ts'
 import { demoCatalog } from '../../services/demo-catalog.ts'
 import { authHeaders, buildTestApp, makeKey, pollState } from '../helper.ts'
 
@@ -91,8 +91,8 @@ t.test('/docs is the store\'s reference, without Swagger branding', async (t) =>
   }
   t.equal(res.statusCode, 200, 'the page answers')
   const html = res.body
-  t.match(html, `<title>${API_TITLE}</title>`, 'the page is titled with the API\'s name')
-  t.match(API_TITLE, /Storefront/)
+  t.match(html, `<title>${DEFAULT_API_TITLE}</title>`, 'the page is titled with the API\'s name')
+  t.equal(DEFAULT_API_TITLE, 'Storefront External API')
   // Asset paths and element ids name the UI library; what a reader sees must not.
   const visible = html.replace(/\s(href|src|id|class)="[^"]*"/g, '')
   t.notMatch(visible, /swagger/i, 'no Swagger in the page\'s own text')

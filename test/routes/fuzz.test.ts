@@ -6,11 +6,13 @@
 //
 // FUZZ_SEED fixes the generator (a default one otherwise); FUZZ_RUNS is the number of
 // generated requests per operation.
+import type { AddressInfo } from 'node:net'
 import fc from 'fast-check'
 import t from 'tap'
 import { generateSecret } from '../../lib/api-key-secret.ts'
 import { checkResponse, openApi, resolveRef, type JsonSchema, type Operation } from '../contract.ts'
 import { buildTestApp, importProducts, makeKey, makeProduct } from '../helper.ts'
+import { rawRequest } from '../raw-http.ts'
 
 const DEFAULT_SEED = 20261123
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : DEFAULT_SEED
@@ -79,6 +81,30 @@ const HOSTILE_TEXT: Array<[string, string]> = [
   ['rtl', '\u202Eabc'],
   ['json', '{"a":[1]}']
 ]
+
+// Instants at and beyond the ends of the range every timestamp is held to (0001 to 9999),
+// also where an offset carries a time across an end.
+const TIMESTAMP_EDGES: Sample[] = [
+  ['first-instant', '0001-01-01T00:00:00Z'],
+  ['first-instant-west', '0001-01-01T00:00:00-01:00'],
+  ['year-0', '0000-01-01T00:00:00Z'],
+  ['year-0-last-second', '0000-12-31T23:59:59Z'],
+  ['year-1-east', '0001-01-01T00:00:00+01:00'],
+  ['year-1-east-max-offset', '0001-01-01T23:59:59+23:59'],
+  ['last-instant', '9999-12-31T23:59:59Z'],
+  ['last-instant-east', '9999-12-31T23:59:59+01:00'],
+  ['last-second-fraction', '9999-12-31T23:59:59.999Z'],
+  ['year-9999-west', '9999-12-31T23:59:59-00:01'],
+  ['leap-second-at-end', '9999-12-31T23:59:60Z'],
+  ['year-10000', '10000-01-01T00:00:00Z'],
+  ['expanded-year', '+010000-01-01T00:00:00Z'],
+  ['negative-year', '-000001-01-01T00:00:00Z'],
+  ['lower-case', '2026-01-01t00:00:00z'],
+  ['space-separated', '2026-01-01 00:00:00+00:00'],
+  ['tab-separated', '2026-01-01\t00:00:00Z'],
+  ['offset-hours-only-year-1', '0001-01-01T00:00:00+01'],
+  ['offset-beyond-postgres', '2026-01-01T00:00:00+16:00']
+].map(([kind, value]) => ({ kind: `date-time:${kind!}`, value }))
 
 // Number-like text: what a query parameter typed integer meets in the wild.
 const NUMERIC_TEXT = new Set(['nines45', 'ones75', '1e400', 'Infinity', '-Infinity', '-0', 'NaN', 'empty', 'blank', 'hex', 'fraction', 'exponent', 'negative', 'int32-max', 'int32-max+1', 'int64-max+1'])
@@ -195,7 +221,10 @@ function validBySchema (schema: JsonSchema, hints: Hints): fc.Arbitrary<unknown>
 
 function validString (schema: JsonSchema): fc.Arbitrary<string> {
   if (schema.format === 'uuid') return fc.uuid()
-  if (schema.format === 'date-time') return fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString())
+  if (schema.format === 'date-time') {
+    return fc.oneof({ weight: 9, arbitrary: fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString()) },
+      { weight: 1, arbitrary: fc.constantFrom('0001-01-01T00:00:00Z', '9999-12-31T23:59:59Z', '0001-01-01T00:00:00-14:00') })
+  }
   const minLength = typeof schema.minLength === 'number' ? schema.minLength : 0
   const maxLength = typeof schema.maxLength === 'number' ? schema.maxLength : undefined
   const ordinary = fc.string({ minLength, maxLength: Math.min(maxLength ?? 30, Math.max(minLength, 30)) })
@@ -228,6 +257,7 @@ function hostileValue (input: JsonSchema): Hostile {
     if (typeof option.maxItems === 'number') samples.push({ kind: 'maxItems+1', value: Array.from({ length: option.maxItems + 1 }, () => ({})) })
     if (Array.isArray(option.enum)) samples.push({ kind: 'not-in-enum', value: `${String(option.enum[0])}x` })
     if (option.format === 'uuid') samples.push({ kind: 'not-a-uuid', value: 'c0ffee00-0000-4000-8000-00000000000' }, { kind: 'braced-uuid', value: '{c0ffee00-0000-4000-8000-000000000001}' })
+    if (option.format === 'date-time') samples.push(...TIMESTAMP_EDGES)
   }
   if (types.has('integer')) samples.push({ kind: 'fraction', value: 1.5 })
   const wrongTypes: Sample[] = [
@@ -502,7 +532,12 @@ function slotsOf (op: Operation): Slot[] {
     if (p.in === 'path') slots.push({ slot: `path.${p.name}`, hostile, apply: (parts, value) => { parts.pathValues[p.name] = value as string } })
     if (p.in === 'query') {
       slots.push({ slot: `query.${p.name}`, hostile, apply: (parts, value) => { parts.query = [...parts.query.filter(([n]) => n !== p.name), [p.name, value as string]] } })
-      const pairs: Sample[] = [{ kind: 'repeated', value: ['1', '2'] }, { kind: 'repeated-empty', value: ['', ''] }]
+      const pairs: Sample[] = [{ kind: 'repeated', value: ['1', '2'] }, { kind: 'repeated-empty', value: ['', ''] }, { kind: 'repeated-many', value: Array.from({ length: 200 }, (_, i) => String(i)) }]
+      const maxLength = resolveRef(p.schema ?? {}).maxLength
+      // Each half fits, joined they do not: a list parameter's limit is the joined value's.
+      if (typeof maxLength === 'number') pairs.push({ kind: 'repeated-halves-over-limit', value: ['m'.repeat(Math.ceil(maxLength / 2)), 'm'.repeat(Math.ceil(maxLength / 2))] })
+      const real = hints.byName[p.name]
+      if (real !== undefined) pairs.push(...fc.sample(fc.array(real.map(asText), { minLength: 2, maxLength: 3 }), { seed: SEED, numRuns: 2 }).map((value) => ({ kind: 'repeated-real', value })))
       slots.push({ slot: `query.${p.name}`, hostile: { sweep: pairs, arbitrary: fc.constantFrom(...pairs) }, apply: (parts, value) => { for (const v of value as string[]) parts.query.push([p.name, v]) } })
     }
     if (p.in === 'header') slots.push({ slot: `header.${p.name}`, hostile, apply: (parts, value) => { parts.headers[p.name] = asHeaderValue(value as string) } })
@@ -773,6 +808,94 @@ for (const [index, op] of operations.entries()) {
     t.pass(`${operationKey}: ${requests} requests, ${known.size} distinct failures`)
   })
 }
+
+// ---------------------------------------------------------------------------------------------
+// What app.inject cannot send: header blocks and lines Node's HTTP parser refuses, through a
+// raw socket to the listening app. Whatever arrives, the answer is the Error body with its
+// Request-Id, and a refusal closes the connection.
+
+const MALFORMED_LINES: Array<[string, string]> = [
+  ['no-colon', 'NoColonHere'],
+  ['space-before-colon', 'X-Thing : 1'],
+  ['empty-name', ': value'],
+  ['control-in-name', 'X-\u0001Thing: 1'],
+  ['control-in-value', 'X-Thing: a\u0001b'],
+  ['nul-in-value', 'X-Thing: a\u0000b'],
+  ['del-in-name', 'X-\u007fThing: 1'],
+  ['obs-fold', 'X-Thing: a\r\n folded'],
+  ['bare-cr', 'X-Thing: a\rb'],
+  ['bad-content-length', 'Content-Length: abc'],
+  ['two-content-lengths', 'Content-Length: 1\r\nContent-Length: 2'],
+  ['bad-transfer-encoding', 'Transfer-Encoding: chunked\r\nContent-Length: 3'],
+  ['utf8-name', 'X-Ünïcode: 1'],
+  ['separator-in-name', 'X(Thing): 1']
+]
+const MALFORMED_REQUEST_LINES: Array<[string, (path: string) => string]> = [
+  ['bad-version', (path) => `GET ${path} HTTP/9.9`],
+  ['no-version', (path) => `GET ${path}`],
+  ['lower-case-method', (path) => `get ${path} HTTP/1.1`],
+  ['control-in-method', (path) => `G\u0001T ${path} HTTP/1.1`],
+  ['space-in-target', (path) => `GET ${path} x HTTP/1.1`],
+  ['nul-in-target', (path) => `GET ${path}\u0000 HTTP/1.1`],
+  ['garbage', () => '\u0016\u0003\u0001\u0002\u0000']
+]
+
+interface RawCase { kind: string, bytes: Buffer }
+
+const rawCase: fc.Arbitrary<RawCase> = fc.record({
+  op: fc.constantFrom(...openApi().operations),
+  requestId: fc.option(fc.constantFrom('fuzz-raw-1', 'has space', 'x'.repeat(129)), { nil: undefined }),
+  problem: fc.oneof(
+    // One huge header, or many headers adding up past the limit.
+    fc.integer({ min: 17, max: 200 }).map((kb) => ({ kind: `header-block:one-${kb}kB`, lines: [`X-Big: ${'a'.repeat(kb * 1024)}`], first: undefined as ((path: string) => string) | undefined })),
+    fc.integer({ min: 200, max: 3000 }).map((n) => ({ kind: `header-block:${n}-headers`, lines: Array.from({ length: n }, (_, i) => `X-H${i}: ${'b'.repeat(20)}`), first: undefined })),
+    fc.constantFrom(...MALFORMED_LINES).map(([kind, line]) => ({ kind: `header-line:${kind}`, lines: [line], first: undefined })),
+    fc.constantFrom(...MALFORMED_REQUEST_LINES).map(([kind, first]) => ({ kind: `request-line:${kind}`, lines: [] as string[], first }))
+  )
+}).map(({ op, requestId, problem }) => {
+  const path = op.path.replace(/\{[^}]+\}/g, 'x')
+  const head = [
+    problem.first ? problem.first(path) : `${op.method} ${path} HTTP/1.1`,
+    'Host: fuzz',
+    `X-Api-Key: ${key}`,
+    ...(requestId === undefined ? [] : [`X-Request-Id: ${requestId}`]),
+    ...problem.lines
+  ]
+  return { kind: `${op.method} ${op.path} | ${problem.kind}`, bytes: Buffer.from(`${head.join('\r\n')}\r\n\r\n`, 'latin1') }
+})
+
+t.test('raw socket: oversized header blocks and malformed lines answer the Error body, never 5xx', async (t) => {
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as AddressInfo).port
+  const statuses = new Map<string, number>()
+  const problems = new Map<string, string>()
+  await fc.assert(fc.asyncProperty(rawCase, async ({ kind, bytes }) => {
+    const answer = await rawRequest(port, [bytes])
+    const found: string[] = []
+    if (answer.statusCode >= 500) found.push(`status ${answer.statusCode}`)
+    const code = answer.statusCode >= 400 ? errorCode({ statusCode: answer.statusCode, headers: answer.headers, body: answer.body }) : ''
+    statuses.set(`${answer.statusCode} ${code}`.trim(), (statuses.get(`${answer.statusCode} ${code}`.trim()) ?? 0) + 1)
+    if (answer.statusCode >= 400) {
+      let body: Record<string, unknown> | undefined
+      try {
+        body = JSON.parse(answer.body) as Record<string, unknown>
+      } catch {
+        found.push('the error body is not JSON')
+      }
+      if (body !== undefined && !(typeof body.error === 'string' && typeof body.message === 'string' && typeof body.requestId === 'string' && Object.keys(body).every((k) => ERROR_KEYS.has(k)))) {
+        found.push('the error body is not { error, message, requestId, details? }')
+      } else if (body !== undefined && body.requestId !== answer.headers['request-id']) found.push('the error body\'s requestId is not the Request-Id header')
+    }
+    if (code === 'request_header_too_large' || code === 'malformed_request') {
+      if (answer.headers.connection !== 'close' || !answer.closed) found.push('a refusal left the connection open')
+    }
+    if (found.length > 0 && !problems.has(kind)) problems.set(kind, `${found.join('; ')} → ${answer.statusCode} ${answer.body.slice(0, 200)}`)
+    return true
+  }), { seed: SEED, numRuns: Math.min(RUNS, 120) })
+  t.comment(`raw socket: ${[...statuses].sort(([a], [b]) => a.localeCompare(b)).map(([s, n]) => `${s} ×${n}`).join(', ')}`)
+  t.same([...problems].map(([kind, problem]) => `${kind}: ${problem}`), [], 'every answer is the Error body with its Request-Id, never 5xx')
+  t.ok(statuses.has('431 request_header_too_large') && statuses.has('400 malformed_request'), 'both refusals were met')
+})
 
 t.test('summary', async (t) => {
   t.same(operations.map((o) => `${o.method} ${o.path}`).filter((k) => !seenOperations.has(k)), [], 'every operation of openapi.yaml was fuzzed')

@@ -26,6 +26,21 @@ t.test('webhook settings: the defaults of the contract, and a lease longer than 
   t.throws(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: '5,soon' }), { message: /WEBHOOK_RETRY_SCHEDULE/ })
 })
 
+t.test('the API reference\'s title and contact: a default title, no contact, and values that must be what they say', async (t) => {
+  const config = loadConfig({})
+  t.equal(config.API_TITLE, 'Storefront External API')
+  t.equal(config.API_CONTACT_EMAIL, undefined)
+  t.equal(config.API_CONTACT_URL, undefined)
+  t.match(loadConfig({ API_TITLE: 'Acme', API_CONTACT_EMAIL: 'api@acme.example', API_CONTACT_URL: 'https://acme.example/partners' }), { API_TITLE: 'Acme', API_CONTACT_EMAIL: 'api@acme.example', API_CONTACT_URL: 'https://acme.example/partners' })
+  for (const email of ['api', 'api@acme', 'a b@acme.example', 'api@@acme.example', '<api@acme.example>']) {
+    t.throws(() => loadConfig({ API_CONTACT_EMAIL: email }), { message: `invalid configuration: API_CONTACT_EMAIL (${email}) is not an email address such as integrations@shop.example` }, email)
+  }
+  for (const url of ['acme.example', 'ftp://acme.example', 'javascript:alert(1)', 'https://', 'https://acme.example/a b']) {
+    t.throws(() => loadConfig({ API_CONTACT_URL: url }), { message: `invalid configuration: API_CONTACT_URL (${url}) is not an absolute http:// or https:// URL` }, url)
+  }
+  t.throws(() => loadConfig({ API_TITLE: 'x'.repeat(201) }), { message: /API_TITLE/ }, 'a title has a bound')
+})
+
 t.test('DB_POOL_SIZE sizes the pool of storefront serve', { skip: usingPostgres ? false : 'needs TEST_DATABASE_URL' }, async (t) => {
   const { url } = await createTestDatabase(t)
   const server = await startServer(root, { DATABASE_URL: url!, DB_POOL_SIZE: '3', DB_STATEMENT_TIMEOUT_MS: '2500' })

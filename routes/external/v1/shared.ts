@@ -3,7 +3,10 @@
 import type { ErrorCode } from '../../../errors.ts'
 import { RATE_LIMIT_HEADERS, errorResponses, withHeaders, type ErrorExample, type ResponseHeader } from '../../../schemas/common.ts'
 
-const COMMON_ERRORS = ['validation_failed', 'invalid_api_key', 'insufficient_scope', 'rate_limit_exceeded', 'internal_error', 'service_unavailable'] as const
+// The last three come from the HTTP parser, before any route: headers too large, a request
+// that is not valid HTTP, one not received in time.
+const COMMON_ERRORS = ['validation_failed', 'invalid_api_key', 'insufficient_scope', 'rate_limit_exceeded', 'internal_error', 'service_unavailable',
+  'malformed_request', 'request_timeout', 'request_header_too_large'] as const
 
 // 409: the first request with that Idempotency-Key is still running; 429; 503 for
 // maintenance and an unreachable database.

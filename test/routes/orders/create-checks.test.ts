@@ -26,17 +26,20 @@ t.test('create order: every error code, in the contract order, changing nothing'
   const { customerPhone: _p, ...noPhone } = orderBody(good)
 
   t.test('customer_name_required', async (t) => {
-    const cases: Array<[string, unknown]> = [
-      ['missing', noName],
-      ['empty', orderBody(good, { customerName: '' })],
-      ['whitespace only', orderBody(good, { customerName: ' \t\n ' })],
-      ['a number', orderBody(good, { customerName: 42 })],
-      ['null', orderBody(good, { customerName: null })],
-      ['an array', orderBody(good, { customerName: ['Ada'] })],
-      ['an object', orderBody(good, { customerName: { first: 'Ada' } })]
+    // Missing or blank says so; a value that is no string says what it must be.
+    const required = /^customerName is required and must not be blank$/
+    const cases: Array<[string, unknown, RegExp]> = [
+      ['missing', noName, required],
+      ['empty', orderBody(good, { customerName: '' }), required],
+      ['whitespace only', orderBody(good, { customerName: ' \t\n ' }), required],
+      ['a number', orderBody(good, { customerName: 42 }), /^customerName must be a string, not a number$/],
+      ['null', orderBody(good, { customerName: null }), required],
+      ['a boolean', orderBody(good, { customerName: true }), /^customerName must be a string, not a boolean$/],
+      ['an array', orderBody(good, { customerName: ['Ada'] }), /^customerName must be a string, not an array$/],
+      ['an object', orderBody(good, { customerName: { first: 'Ada' } }), /^customerName must be a string, not an object$/]
     ]
-    for (const [name, body] of cases) {
-      await t.test(name, async (t) => { await refused(t, body, 'customer_name_required', /customerName/) })
+    for (const [name, body, message] of cases) {
+      await t.test(name, async (t) => { await refused(t, body, 'customer_name_required', message) })
     }
   })
 
