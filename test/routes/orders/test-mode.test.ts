@@ -8,6 +8,7 @@ import type { App } from '../../../app.ts'
 import { execute } from '../../../db/client.ts'
 import { isWellFormedSecret } from '../../../lib/api-key-secret.ts'
 import type { CatalogProduct } from '../../../schemas/catalog-file.ts'
+import { rollKey } from '../../../services/api-key-admin.ts'
 import { publishChanges } from '../../../services/changes.ts'
 import {
   authHeaders, buildTestApp, created, createTestDatabase, expectError, getJson, importProducts, line, makeKey, makeProduct, orderBody,
@@ -76,6 +77,16 @@ t.test('a test key\'s secret says sk_test_, and it is a well-formed key', async 
   t.notOk(isWellFormedSecret(`${sandbox.key}x`), 'a test secret of the wrong length is not')
   const [row] = await execute<{ mode: string }>(app.database.db, sql`select mode from api_keys where id = ${sandbox.id}`)
   t.equal(row!.mode, 'test', 'the mode is the key\'s stored column')
+})
+
+t.test('rolling a test key gives it a new test secret, its orders still test orders', async (t) => {
+  const rolled = await makeKey(app, undefined, { mode: 'test', name: 'rolled sandbox' })
+  const { key } = await rollKey(app.database, rolled.id, 0)
+  t.match(key, /^sk_test_[A-Za-z0-9_-]{43}$/)
+  const order = await created(t, await postOrder(app, key, orderBody([line(lamp, 1)])))
+  t.match(order, { mode: 'test', orderNumber: /^T\d+$/ })
+  const { key: liveRolled } = await rollKey(app.database, (await makeKey(app)).id, 0)
+  t.notMatch(liveRolled, /^sk_test_/, 'a live key stays a live key')
 })
 
 t.test('a test key reads the live catalogue exactly as a live key does', async (t) => {
