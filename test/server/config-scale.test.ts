@@ -25,7 +25,6 @@ t.test('replica URLs are a comma-separated list', async (t) => {
     poolerPrepared: false,
     directUrl: 'postgres://app@primary:5432/store',
     replicaUrls: ['postgres://app@replica1:5432/store', 'postgresql://app@replica2:5432/store'],
-    replicaPollMs: 250,
     replicaSettleMs: 750
   })
 })

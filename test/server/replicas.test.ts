@@ -15,7 +15,7 @@ const topology = await startTopology(t, { pooler: true, replica: true, poolSize:
 
 if (topology !== null) {
   const SETTLE_MS = 400
-  const { database, name } = await pooledDatabase(t, topology, { replicas: true, settleMs: SETTLE_MS })
+  const { database, name, open } = await pooledDatabase(t, topology, { replicas: true, settleMs: SETTLE_MS })
   const app = await buildTestApp(t, { database, env: { ...UNLIMITED, READ_SETTLE_MS: String(SETTLE_MS), STATE_POLL_MS: '50', EVENT_PUBLISH_MS: '20', CATALOG_CACHE_MB: '0' } })
   await app.ready()
   const { key } = await makeKey(app, [...SCOPES] as Scope[])
@@ -89,6 +89,12 @@ if (topology !== null) {
     const ready = await app.inject({ url: '/readyz' })
     t.equal(ready.statusCode, 200, '/readyz depends on the primary only')
     t.match((await app.inject({ url: '/metrics' })).body, /storefront_db_replica_up\{replica="replica1"\} 0/)
+    // What the instance logs: one line naming the replica by its role, once per outage.
+    const other = await open()
+    const [line, ...more] = await other.sampleReplicas()
+    t.match(line, /^cannot reach the database at 127\.0\.0\.1:\d+ \(replica 1\): connection refused; catalogue reads go to the primary meanwhile$/)
+    t.same(more, [], 'one line for the one replica')
+    t.same(await other.sampleReplicas(), [], 'said once, not at every sample')
     await topology.startReplica()
     await topology.replicaCaughtUp()
     await sleep(300)
