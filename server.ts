@@ -4,7 +4,7 @@ import closeWithGrace from 'close-with-grace'
 import { buildApp, type App } from './app.ts'
 import type { Config } from './config.ts'
 import { connectionOptions, migrateDatabase, openDatabase, type Database } from './db/client.ts'
-import { classifyDatabaseFailure, describeDatabaseFailure, firstLine, isDriverSocketFault, primaryLocation, rootCause } from './lib/database-failure.ts'
+import { classifyDatabaseFailure, describeDatabaseFailure, firstLine, isDriverSocketFault, primaryLocation, rootCause, sessionLocation } from './lib/database-failure.ts'
 import { prepareDemoStore, type DemoStore } from './services/demo-store.ts'
 
 /** Why the service could not start, as one line for the operator: no stack, no SQL. */
@@ -55,11 +55,16 @@ export async function startServer (config: Config): Promise<Started> {
     throw new StartupError(reason)
   }
   try {
-    if (embedded || config.MIGRATE_ON_START) await migrateDatabase(database, config.DATABASE_URL)
+    if (embedded || config.MIGRATE_ON_START) {
+      await migrateDatabase(database, config.DATABASE_URL).catch((err: unknown) => {
+        throw new StartupError(describeDatabaseFailure(err, sessionLocation(config)))
+      })
+    }
     demo = embedded ? await prepareDemoStore(database) : null
     app = await buildApp({ config, database })
   } catch (err) {
     // A failure of the database names it; anything else (a bug) is still one line.
+    if (err instanceof StartupError) return abandon(err.message)
     return abandon(embedded || classifyDatabaseFailure(err) !== null ? describeDatabaseFailure(err, where) : `cannot start: ${firstLine(rootCause(err).message)}`)
   }
   const started = app

@@ -4,7 +4,7 @@
 import type { Command } from 'commander'
 import { OPERATOR_PGLITE_BUFFERS_MB, type Config } from '../config.ts'
 import { connectionOptions, DatabaseSetupError, migrateDatabase, openDatabase, type Database } from '../db/client.ts'
-import { classifyDatabaseFailure, describeDatabaseFailure, primaryLocation } from '../lib/database-failure.ts'
+import { classifyDatabaseFailure, describeDatabaseFailure, primaryLocation, sessionLocation } from '../lib/database-failure.ts'
 import { isUuid } from '../schemas/common.ts'
 
 /** A mistake in how the command was called or in its input: printed without a stack, exit code 2. */
@@ -34,9 +34,7 @@ export function print (out: Output, document: unknown, text: string): void {
  * need) and closes it after; its failures are told in one line naming that database.
  */
 export async function withDatabase<T> (config: Config, run: (database: Database) => Promise<T>, options: { session?: boolean } = {}): Promise<T> {
-  const where = options.session === true && config.DATABASE_DIRECT_URL !== undefined
-    ? { url: config.DATABASE_DIRECT_URL, role: 'direct' as const }
-    : primaryLocation(config)
+  const where = options.session === true ? sessionLocation(config) : primaryLocation(config)
   let database: Database
   try {
     // Operator work (a large import) may take longer than a request may; no command reads a replica.

@@ -132,6 +132,11 @@ export function primaryLocation (config: { DATABASE_URL?: string | undefined, DA
   return config.DATABASE_URL === undefined ? { dataDir: config.DATA_DIR } : { url: config.DATABASE_URL, role: 'primary' }
 }
 
+/** Where migrations run: the primary's direct session URL when one is set, else the primary. */
+export function sessionLocation (config: { DATABASE_URL?: string | undefined, DATABASE_DIRECT_URL?: string | undefined, DATA_DIR: string }): DatabaseLocation {
+  return config.DATABASE_DIRECT_URL === undefined ? primaryLocation(config) : { url: config.DATABASE_DIRECT_URL, role: 'direct' }
+}
+
 /**
  * One line for the operator: which database (host:port and role, or the embedded one's
  * folder) and what went wrong. A failure that is not the database's keeps its own message.

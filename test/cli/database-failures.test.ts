@@ -70,3 +70,14 @@ t.test('a database that does not exist, and one not migrated', { skip: adminUrl 
   const listed = await runStorefront({ DATABASE_URL: empty }, ['keys', 'list', '--json'])
   t.strictSame(listed, { code: 0, stdout: '[]\n', stderr: '' }, 'then the commands work')
 })
+
+t.test('migrations name the direct session URL they use', async (t) => {
+  const env = { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/store', DATABASE_DIRECT_URL: 'postgres://postgres@127.0.0.1:2/store' }
+  const [migrate, serve] = await Promise.all([
+    runStorefront(env, ['migrate']),
+    runStorefront({ ...env, MIGRATE_ON_START: 'true', PORT: '0' }, ['serve'])
+  ])
+  const line = 'storefront: cannot reach the database at 127.0.0.1:2 (direct): connection refused\n'
+  t.strictSame(migrate, { code: 1, stdout: '', stderr: line }, 'migrate')
+  t.strictSame(serve, { code: 1, stdout: '', stderr: line }, 'serve with MIGRATE_ON_START')
+})

@@ -3,7 +3,7 @@
 import t from 'tap'
 import {
   causeChain, classifyDatabaseFailure, databaseAddress, describeDatabaseFailure, errorCodes, firstLine,
-  isDatabaseUnavailable, isDriverSocketFault, primaryLocation, rootCause
+  isDatabaseUnavailable, isDriverSocketFault, primaryLocation, rootCause, sessionLocation
 } from '../../lib/database-failure.ts'
 
 /** An error as the driver raises it: a message and a code. */
@@ -109,6 +109,8 @@ t.test('the embedded database is named by its folder', async (t) => {
 t.test('where the configuration puts the primary, and its address', async (t) => {
   t.same(primaryLocation({ DATA_DIR: './data' }), { dataDir: './data' })
   t.same(primaryLocation({ DATABASE_URL: 'postgres://h/x', DATA_DIR: './data' }), { url: 'postgres://h/x', role: 'primary' })
+  t.same(sessionLocation({ DATABASE_URL: 'postgres://pooler/x', DATABASE_DIRECT_URL: 'postgres://primary/x', DATA_DIR: './data' }), { url: 'postgres://primary/x', role: 'direct' }, 'migrations: the direct URL')
+  t.same(sessionLocation({ DATABASE_URL: 'postgres://h/x', DATA_DIR: './data' }), { url: 'postgres://h/x', role: 'primary' }, 'without one, the primary')
   t.equal(databaseAddress('postgres://u:p@h:6000/x'), 'h:6000')
   t.equal(databaseAddress('postgres://u:p@h/x'), 'h:5432')
   t.equal(databaseAddress('postgres://u:p@a,b:5433/x'), 'a,b:5433', 'several hosts')
