@@ -118,6 +118,17 @@ export function authHeaders (key: string): Record<string, string> {
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+/** Polls `check` until it returns a value (not undefined), or fails after `ms`. */
+export async function until<V> (what: string, check: () => Promise<V | undefined> | V | undefined, ms = 20_000): Promise<V> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await check()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(25)
+  }
+}
+
 type Asserts = Pick<Test, 'equal' | 'same' | 'match' | 'ok' | 'type'>
 
 export interface ErrorBody { error: string, message: string, requestId: string, details?: Array<Record<string, unknown>> }

@@ -13,7 +13,7 @@ import { ADVISORY_LOCKS } from '../../db/locks.ts'
 import { writeSetting } from '../../db/settings.ts'
 import { SCOPES, type Scope } from '../../lib/api-key-secret.ts'
 import {
-  authHeaders, buildTestApp, importProducts, line, makeKey, makeProduct, orderBody, postOrder, productStock, sleep,
+  authHeaders, buildTestApp, importProducts, line, makeKey, makeProduct, orderBody, postOrder, productStock, sleep, until,
   type OrderSummary
 } from '../helper.ts'
 import { pooledDatabase, startTopology } from '../topology.ts'
@@ -21,16 +21,6 @@ import { startReceiver, WEBHOOK_TEST_ENV } from '../webhook-receiver.ts'
 
 t.setTimeout(240_000)
 const topology = await startTopology(t, { pooler: true, poolSize: 4 })
-
-async function until<V> (what: string, check: () => Promise<V | undefined>, ms = 10_000): Promise<V> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(25)
-  }
-}
 
 if (topology !== null) {
   const everyScope = [...SCOPES] as Scope[]

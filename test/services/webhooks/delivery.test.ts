@@ -15,7 +15,7 @@ import { WebhookPayload } from '../../../schemas/webhooks.ts'
 import { forgetOldDeliveries } from '../../../services/webhooks/deliveries.ts'
 import type { ResolvedAddress } from '../../../services/webhooks/url-policy.ts'
 import {
-  authHeaders, buildTestApp, created, importProducts, line, makeKey, makeProduct, orderBody, postOrder, sleep, type TestAppOptions
+  authHeaders, buildTestApp, created, importProducts, line, makeKey, makeProduct, orderBody, postOrder, sleep, until, type TestAppOptions
 } from '../../helper.ts'
 import { startReceiver, WEBHOOK_TEST_ENV, type Receiver } from '../../webhook-receiver.ts'
 
@@ -58,17 +58,6 @@ function api (app: App, key: string) {
       if (res.statusCode !== 200) throw new Error(`deliveries: ${res.statusCode} ${res.body}`)
       return res.json<DeliveryPage>()
     }
-  }
-}
-
-/** Polls `check` until it returns a value (not undefined), or fails after `ms`. */
-async function until<V> (what: string, check: () => Promise<V | undefined>, ms = 15_000): Promise<V> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(25)
   }
 }
 

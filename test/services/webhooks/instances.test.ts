@@ -11,7 +11,7 @@ import { execute, openDatabase, type Database } from '../../../db/client.ts'
 import { recordEvents } from '../../../db/events.ts'
 import { SCOPES, type Scope } from '../../../lib/api-key-secret.ts'
 import { isDriverSocketFault } from '../../../lib/database-failure.ts'
-import { authHeaders, buildTestApp, createTestDatabase, makeKey, sleep, usingPostgres } from '../../helper.ts'
+import { authHeaders, buildTestApp, createTestDatabase, makeKey, sleep, until, usingPostgres } from '../../helper.ts'
 import { startServer } from '../../server-process.ts'
 import { startTcpProxy } from '../../tcp-proxy.ts'
 import { startReceiver, WEBHOOK_TEST_ENV } from '../../webhook-receiver.ts'
@@ -57,16 +57,6 @@ async function deliveryRows (database: Database, endpointId: string) {
   return execute<{ position: number, status: string, attempts: number, lease_until: string | null, due: boolean }>(database.db, sql`
     select position::int, status, attempts, lease_until::text, (next_attempt_at <= now()) as due
     from webhook_deliveries where endpoint_id = ${endpointId}::uuid order by position`)
-}
-
-async function until<V> (what: string, check: () => Promise<V | undefined> | V | undefined, ms = 20_000): Promise<V> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(25)
-  }
 }
 
 t.test('two instances on one database: each event is delivered exactly once when the receiver succeeds', async (t: T) => {
