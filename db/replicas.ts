@@ -13,16 +13,16 @@
 // answers; a replica read that fails is answered by the primary too.
 import type postgres from 'postgres'
 import { describeDatabaseFailure, type DatabaseRole } from '../lib/database-failure.ts'
-import type { Db } from './client.ts'
 
-export interface ReplicaConnection {
+/** A replica's connection; `D` is the query builder over it (client.ts's Db). */
+export interface ReplicaConnection<D> {
   /** `replica1`, `replica2`…: the label in metrics. */
   name: string
   /** `replica 1`, `replica 2`…: its role in connection failures. */
   role: DatabaseRole
   url: string
   client: postgres.Sql
-  db: Db
+  db: D
 }
 
 export interface ReplicaStatus {
@@ -49,17 +49,17 @@ export function lsnBytes (text: string): bigint {
   return (BigInt(`0x${high}`) << 32n) + BigInt(`0x${low}`)
 }
 
-export class ReplicaSet {
+export class ReplicaSet<D> {
   readonly reads = new Map<string, number>([['primary', 0]])
   readonly #primary: postgres.Sql
-  readonly #replicas: ReplicaConnection[]
+  readonly #replicas: ReplicaConnection<D>[]
   readonly #fresh = new Map<string, Fresh>()
   readonly #status = new Map<string, ReplicaStatus>()
   readonly #reported = new Set<string>()
   readonly #settleMs: number
   #next = 0
 
-  constructor (primary: postgres.Sql, replicas: ReplicaConnection[], options: { settleMs: number }) {
+  constructor (primary: postgres.Sql, replicas: ReplicaConnection<D>[], options: { settleMs: number }) {
     this.#primary = primary
     this.#replicas = replicas
     this.#settleMs = options.settleMs
@@ -120,7 +120,7 @@ export class ReplicaSet {
   }
 
   /** A replica fresh enough for a read by an instance that knows `catalogVersion`, or null. */
-  choose (catalogVersion: string, now = Date.now()): ReplicaConnection | null {
+  choose (catalogVersion: string, now = Date.now()): ReplicaConnection<D> | null {
     const known = BigInt(catalogVersion || '0')
     for (let i = 0; i < this.#replicas.length; i++) {
       const replica = this.#replicas[(this.#next + i) % this.#replicas.length]!
@@ -135,7 +135,7 @@ export class ReplicaSet {
   }
 
   /** Runs a catalogue read on a fresh replica when there is one, else (or when it fails) on the primary. */
-  async read<T> (primary: Db, catalogVersion: string, run: (db: Db) => Promise<T>): Promise<T> {
+  async read<T> (primary: D, catalogVersion: string, run: (db: D) => Promise<T>): Promise<T> {
     const replica = this.choose(catalogVersion)
     if (replica !== null) {
       try {
