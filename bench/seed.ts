@@ -3,14 +3,16 @@
 // once at the end), and an API key with every scope. `storefront catalog import` takes about
 // a minute for 100,000 products (it upserts, checks references and hashes each product);
 // this takes seconds. It derives what the import derives (search text, availability, stock
-// on combinations, the list positions: db/products.ts renumberProducts itself) with the same
-// rules; run.ts checks the result against the app's answers.
+// on combinations, the list positions: db/products.ts renumberProducts itself, the product
+// documents: services/catalog.ts renderMissingDocuments) with the same rules; run.ts checks
+// the result against the app's answers.
 import { sql } from 'drizzle-orm'
 import { createApiKey } from '../db/api-keys.ts'
 import { execute, type Database, type Tx } from '../db/client.ts'
 import { renumberProducts } from '../db/products.ts'
-import { bumpCatalogVersion } from '../db/settings.ts'
+import { resetCatalog } from '../db/settings.ts'
 import { SCOPES } from '../lib/api-key-secret.ts'
+import { renderMissingDocuments } from '../services/catalog.ts'
 import { toCents, toDecimalText } from '../lib/money.ts'
 import type { CatalogProduct } from '../schemas/catalog-file.ts'
 import { orderable, searchText, type BenchCatalog } from './catalog.ts'
@@ -141,8 +143,10 @@ export async function bulkLoadCatalog (database: Database, bench: BenchCatalog):
     // products as an import does.
     await renumberProducts(tx)
   })
-  // Instances drop cached reads when the version moves, as after an import.
-  await bumpCatalogVersion(database.db)
+  // The read model's documents, rendered by the app's own code.
+  await renderMissingDocuments(database, 2000)
+  // Instances drop cached reads when the reset version moves, as after an import.
+  await resetCatalog(database.db)
 }
 
 /**

@@ -77,6 +77,8 @@ interface PendingReference {
 /** Batches of checked items on their way to the database, and what must wait for the end of the file. */
 export class CatalogWriter {
   readonly counts = { created: 0, updated: 0, unchanged: 0, removed: 0 }
+  /** Ids of the products created or changed: their documents are rendered once the import is whole. */
+  readonly written: string[] = []
   private categories: CatalogGroup[] = []
   private brands: CatalogGroup[] = []
   private products: Array<{ index: number, product: CatalogProduct }> = []
@@ -223,6 +225,7 @@ export class CatalogWriter {
     this.counts.created += created.size
     this.counts.updated += updated.length
     this.counts.unchanged += batch.length - written.length
+    for (const { id } of written) this.written.push(id)
     if (written.length > 0) {
       const isWritten = new Set(written.map((r) => r.id))
       await this.replaceChildren(batch.filter(({ product }) => isWritten.has(product.id.toLowerCase())), updated)

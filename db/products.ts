@@ -1,5 +1,8 @@
-// Catalogue reads: the product list with its filters, one product, and the rows orders need.
+// Catalogue reads: the product list with its filters, one product, and the rows orders need;
+// and the read model: each product's JSON rendered once into product_documents, rewritten in
+// the transaction of every change to it, and sent as it is.
 import { sql, type SQL } from 'drizzle-orm'
+import { entityTag } from '../lib/entity-tag.ts'
 import { nextPriceChange, sellPriceCents, toAmount, toCents, type Discount } from '../lib/money.ts'
 import type { ListWindow, SortKey } from '../schemas/common.ts'
 import type { Product } from '../schemas/products.ts'
@@ -101,15 +104,17 @@ function toProduct (row: ProductRow, now: Date): PricedProduct {
   const quantity = combinations.length === 0
     ? row.quantity
     : combinations.some((c) => c.quantity === null) ? null : combinations.reduce((sum, c) => sum + c.quantity!, 0)
+  // In the response schema's key order: JSON.stringify of it is, byte for byte, what the
+  // schema's serializer would send (test/db/product-documents.test.ts holds it to that).
   return {
     product: {
       id: row.id,
       name: row.name,
       sku: row.sku,
+      barcode: row.barcode,
       quantity,
       price: toAmount(priceCents),
       sellPrice: toAmount(sellPriceCents(priceCents, row.discount, now)),
-      barcode: row.barcode,
       isAvailable: row.available,
       productImageUrl: row.image_url,
       categoryIds: row.category_ids,
@@ -152,20 +157,12 @@ function whereClause (filters: ProductFilters): SQL {
 /** Products after a sort key, as a condition the name index serves. */
 const afterKey = (after: SortKey | null) => after === null ? sql`true` : sql`(lower(p.name), p.id) > (${after[0]}, ${after[1]}::uuid)`
 
-export interface ProductListPage { items: PricedProduct[], next: SortKey | null }
+export interface ProductListPage { items: ProductDocument[], next: SortKey | null }
 
-/** Rows of one more than the page: whether another follows, and the sort key to start it from. */
-function pageOf (rows: Array<ProductRow & { sort_name: string }>, limit: number, now: Date): ProductListPage {
-  const shown = rows.slice(0, limit)
-  const last = shown.at(-1)
-  return { items: shown.map((row) => toProduct(row, now)), next: rows.length > limit && last ? [last.sort_name, last.id] : null }
-}
-
-/** A page of products by name, then id; with `query`, the total of the matches comes along. */
-export async function listProducts (db: Tx, filters: ProductFilters, window: ListWindow, now = new Date()): Promise<ProductListPage & { total?: number }> {
+/** A page of products by name, then id, as their stored documents (without `query`: see findSearchMatches). */
+export async function listProducts (db: Tx, filters: ProductFilters, window: ListWindow, now = new Date()): Promise<ProductListPage> {
   const where = whereClause(filters)
-  if (filters.query) return searchProducts(db, where, window, now)
-  // The page's ids are chosen first and only those rows get their JSON columns. A page by
+  // The page's ids are chosen first and only those rows get their documents. A page by
   // number of a numbered list (see renumberProducts) is a range of its positions (the offset
   // of a page past the last one exceeds the integer column: compared as bigint); otherwise
   // OFFSET walks the index.
@@ -175,10 +172,12 @@ export async function listProducts (db: Tx, filters: ProductFilters, window: Lis
           where list = ${numbered} and position > ${window.offset}::bigint order by position limit ${window.limit + 1}`
     : sql`select p.id from products p where ${where} and ${afterKey(window.after)}
           order by lower(p.name), p.id limit ${window.limit + 1} offset ${window.offset}`
-  const rows = await execute<ProductRow & { sort_name: string }>(db, sql`select lower(p.name) as sort_name, ${PRODUCT_COLUMNS}
-    from (${pageIds}) as page_ids join products p on p.id = page_ids.id
+  const rows = await execute<DocumentRow & { sort_name: string }>(db, sql`select lower(p.name) as sort_name, p.id, ${DOCUMENT_COLUMNS}
+    from (${pageIds}) as page_ids join products p on p.id = page_ids.id left join product_documents d on d.product_id = p.id
     order by lower(p.name), p.id`)
-  return pageOf(rows, window.limit, now)
+  const shown = rows.slice(0, window.limit)
+  const last = shown.at(-1)
+  return { items: await documentsOf(db, shown, now), next: rows.length > window.limit && last ? [last.sort_name, last.id] : null }
 }
 
 /**
@@ -216,22 +215,36 @@ export async function countMatchingProducts (db: Tx, filters: ProductFilters): P
   return row!.total
 }
 
-// A search evaluates the trigram match once: the matching ids give both the page and the total.
-async function searchProducts (db: Tx, where: SQL, window: ListWindow, now: Date) {
-  const rows = await execute<ProductRow & { sort_name: string, total: number }>(db, sql`
-    with matches as materialized (select p.id, lower(p.name) as sort_name from products p where ${where}),
+export interface SearchMatches { ids: string[], next: SortKey | null, total: number }
+
+/**
+ * The ids of one page of a search (`filters.query`, with any other filter), by name then id,
+ * and the exact total of the matches. The page's documents are read apart (readDocuments),
+ * so how the matches are found can change on its own.
+ */
+export async function findSearchMatches (db: Tx, filters: ProductFilters, window: ListWindow): Promise<SearchMatches> {
+  // The trigram match is evaluated once: the matching ids give both the page and the total.
+  const rows = await execute<{ id: string | null, sort_name: string | null, total: number }>(db, sql`
+    with matches as materialized (select p.id, lower(p.name) as sort_name from products p where ${whereClause(filters)}),
     page_ids as (
       select id, sort_name from matches
       where ${window.after === null ? sql`true` : sql`(sort_name, id) > (${window.after[0]}, ${window.after[1]}::uuid)`}
       order by sort_name, id limit ${window.limit + 1} offset ${window.offset})
-    select counted.total, found.*
+    select counted.total, page_ids.id, page_ids.sort_name
     from (select count(*)::int as total from matches) as counted
-    left join lateral (select page_ids.sort_name, ${PRODUCT_COLUMNS} from page_ids join products p on p.id = page_ids.id) as found on true
-    order by found.sort_name, found.id`)
-  const total = rows[0]?.total ?? 0
-  return { ...pageOf(rows.filter((row) => row.id !== null), window.limit, now), total }
+    left join page_ids on true
+    order by page_ids.sort_name, page_ids.id`)
+  const found = rows.filter((r) => r.id !== null)
+  const shown = found.slice(0, window.limit)
+  const last = shown.at(-1)
+  return {
+    ids: shown.map((r) => r.id!),
+    next: found.length > window.limit && last ? [last.sort_name!, last.id!] : null,
+    total: rows[0]?.total ?? 0
+  }
 }
 
+/** One product as integrators see it, rendered from its rows now (the read model's source). */
 export async function findProduct (db: Tx, id: string, now = new Date()): Promise<PricedProduct | null> {
   const [row] = await execute<ProductRow>(db, sql`select ${PRODUCT_COLUMNS} from products p where p.id = ${id}`)
   return row ? toProduct(row, now) : null
@@ -243,21 +256,114 @@ export async function countProducts (db: Tx): Promise<number> {
 }
 
 /**
- * After stock changed: whether each product can still be ordered, its updated_at, and its
- * `product.updated` event, in one statement. Its content hash is cleared, so the next import
- * counts as a change even if the file is the same (it puts the stock back).
+ * After stock changed: whether each product can still be ordered, its updated_at, its
+ * `product.updated` event and its document, in the caller's transaction. Every change to
+ * stock calls this, so the documents stay exact whoever takes or gives back stock.
+ *
+ * Two statements: the first refreshes the rows, records the events and returns what the
+ * documents are rendered from (RETURNING gives the new row; its children are read in the same
+ * statement); the second writes the documents. Rendering in SQL would save the second round
+ * trip but keep the money rules (sellPrice, rounding) twice, in SQL and in lib/money.ts.
+ * Its content hash is cleared, so the next import counts as a change even if the file is
+ * the same (it puts the stock back).
  */
 export async function refreshProductState (tx: Tx, productIds: string[], now: Date): Promise<void> {
   if (productIds.length === 0) return
-  await tx.execute(sql`with refreshed as (
+  const rows = await execute<ProductRow>(tx, sql`with refreshed as (
       update products p set updated_at = ${now.toISOString()}::timestamptz, content_hash = null,
         available = p.is_available and case
           when exists (select 1 from combinations c where c.product_id = p.id)
             then exists (select 1 from combinations c where c.product_id = p.id and c.is_available and (c.quantity is null or c.quantity > 0))
           else p.quantity is null or p.quantity > 0 end
       where p.id in (${list(productIds)})
-      returning p.id)
-    ${insertEvents({ type: 'product.updated', resourceId: sql`id`, from: sql`refreshed` })}`)
+      returning p.id, p.name, p.sku, p.barcode, p.quantity, p.price, p.is_available, p.available, p.image_url, p.brand_id, p.updated_at),
+    events as (${insertEvents({ type: 'product.updated', resourceId: sql`id`, from: sql`refreshed` })})
+    select ${PRODUCT_COLUMNS} from refreshed p`)
+  await writeDocuments(tx, rows.map((row) => documentOf(row, now)))
+}
+
+/** A product as sent: its JSON, that JSON's entity tag, and when its sellPrice next changes. */
+export interface ProductDocument { id: string, body: string, etag: string, priceChangesAt: Date | null }
+
+function documentOf (row: ProductRow, now: Date): ProductDocument {
+  const { product, priceChangesAt } = toProduct(row, now)
+  const body = JSON.stringify(product)
+  return { id: row.id, body, etag: entityTag(body), priceChangesAt }
+}
+
+const uuidArray = (ids: readonly string[]) => sql`${`{${ids.join(',')}}`}::uuid[]`
+
+/** Documents rendered now from the products' rows (nothing written); a missing product has none. */
+export async function renderDocuments (db: Tx, ids: readonly string[], now: Date): Promise<ProductDocument[]> {
+  if (ids.length === 0) return []
+  const rows = await execute<ProductRow>(db, sql`select ${PRODUCT_COLUMNS} from products p where p.id = any(${uuidArray(ids)})`)
+  return rows.map((row) => documentOf(row, now))
+}
+
+async function writeDocuments (tx: Tx, documents: ProductDocument[]): Promise<void> {
+  if (documents.length === 0) return
+  const rows = documents.map((d) => ({ product_id: d.id, body: d.body, etag: d.etag, price_changes_at: d.priceChangesAt?.toISOString() ?? null }))
+  await tx.execute(sql`insert into product_documents as d (product_id, body, etag, price_changes_at)
+    select product_id, body, etag, price_changes_at
+    from json_to_recordset(${JSON.stringify(rows)}::json) as x(product_id uuid, body text, etag text, price_changes_at timestamptz)
+    on conflict (product_id) do update set body = excluded.body, etag = excluded.etag, price_changes_at = excluded.price_changes_at`)
+}
+
+const REWRITE_BATCH = 500
+
+/**
+ * Renders the products' documents again from their rows and writes them, in the caller's
+ * transaction: after an import wrote them, or their price changed. The caller holds the
+ * products' row locks (it wrote them, or lockProducts), so no concurrent stock change
+ * can be overwritten by a render older than it.
+ */
+export async function rewriteProductDocuments (tx: Tx, productIds: readonly string[], now: Date): Promise<void> {
+  for (let i = 0; i < productIds.length; i += REWRITE_BATCH) {
+    await writeDocuments(tx, await renderDocuments(tx, productIds.slice(i, i + REWRITE_BATCH), now))
+  }
+}
+
+/**
+ * Ids of products whose document is stale (its price changed at or before `now`) or missing,
+ * their rows locked (those another transaction holds are left to the next run), at most `limit`.
+ */
+export async function lockProductsToRender (tx: Tx, now: Date, limit: number, options: { missing: boolean }): Promise<string[]> {
+  const rows = await execute<{ id: string }>(tx, options.missing
+    ? sql`select p.id from products p where not exists (select 1 from product_documents d where d.product_id = p.id)
+          limit ${limit} for no key update of p skip locked`
+    : sql`select p.id from product_documents d join products p on p.id = d.product_id
+          where d.price_changes_at <= ${now.toISOString()}::timestamptz limit ${limit} for no key update of p skip locked`)
+  return rows.map((r) => r.id)
+}
+
+interface DocumentRow { id: string, body: string | null, etag: string | null, changes_at: number | null }
+
+const DOCUMENT_COLUMNS = sql`d.body, d.etag, (extract(epoch from d.price_changes_at) * 1000)::float8 as changes_at`
+
+/**
+ * The documents of rows read beside them, in their order. One whose price has changed since
+ * it was written (a discount started or ended and the sweep has not rewritten it yet), or
+ * that is missing (written before the read model), is rendered now from the rows of the same
+ * database, so a replica answers exactly too without writing anything.
+ */
+async function documentsOf (db: Tx, rows: DocumentRow[], now: Date): Promise<ProductDocument[]> {
+  const stale = rows.filter((r) => r.body === null || (r.changes_at !== null && r.changes_at <= now.getTime())).map((r) => r.id)
+  const rendered = new Map((await renderDocuments(db, stale, now)).map((d) => [d.id, d]))
+  return rows.flatMap((r): ProductDocument[] => {
+    const fresh = rendered.get(r.id)
+    if (fresh !== undefined) return [fresh]
+    if (r.body === null || stale.includes(r.id)) return []
+    return [{ id: r.id, body: r.body, etag: r.etag!, priceChangesAt: r.changes_at === null ? null : new Date(r.changes_at) }]
+  })
+}
+
+/** The documents of products by id, in the order of `ids`; a product that does not exist has none. */
+export async function readDocuments (db: Tx, ids: readonly string[], now = new Date()): Promise<ProductDocument[]> {
+  if (ids.length === 0) return []
+  const rows = await execute<DocumentRow>(db, sql`select d.product_id as id, ${DOCUMENT_COLUMNS}
+    from product_documents d where d.product_id = any(${uuidArray(ids)})`)
+  const byId = new Map(rows.map((r) => [r.id, r]))
+  return documentsOf(db, ids.map((id) => byId.get(id.toLowerCase()) ?? { id: id.toLowerCase(), body: null, etag: null, changes_at: null }), now)
 }
 
 export type Grouping = 'categories' | 'brands'

@@ -60,6 +60,18 @@ export const products = pgTable('products', {
   check('products_price_not_negative', sql`${t.price} >= 0`)
 ])
 
+// Each product as integrators see it, its JSON rendered once and kept (the read model):
+// reads send `body` as it is, with `etag`. Rewritten in the transaction of every change to
+// the product (import, stock, a discount window opening or closing); `price_changes_at` is
+// when its sellPrice next changes (a discount starting or ending): past it the document is
+// stale, rendered again before it is sent until the discount sweep rewrites it.
+export const productDocuments = pgTable('product_documents', {
+  productId: uuid('product_id').primaryKey().references(() => products.id, { onDelete: 'cascade' }),
+  body: text('body').notNull(),
+  etag: text('etag').notNull(),
+  priceChangesAt: timestamp('price_changes_at', { withTimezone: true })
+}, (t) => [index('product_documents_price_changes_idx').on(t.priceChangesAt).where(sql`${t.priceChangesAt} is not null`)])
+
 // Each product's place in the list's order (by lower(name), then id), 1…n without gaps, in
 // the whole catalogue (`list` '') and within each brand (`brand:<id>`) and each category
 // (`category:<id>`), renumbered by every import: page n of the unfiltered list, or of a list
@@ -173,6 +185,9 @@ export const storeSettings = pgTable('store_settings', {
 
 // Bumped after every committed catalogue change; instances poll it to drop cached reads.
 export const catalogVersion = pgSequence('catalog_version_seq')
+// Bumped only by changes that touch the whole catalogue (an import): instances drop every
+// cached read. Other changes name their products in the feed, and only those are dropped.
+export const catalogResetVersion = pgSequence('catalog_reset_seq')
 
 export const orderNumbers = pgSequence('order_number_seq', { startWith: 100001 })
 // Test orders count on their own (shown as T100001, …), so they never use up or reveal live numbers.

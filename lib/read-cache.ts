@@ -1,10 +1,15 @@
-// A bounded in-memory cache of read responses. Entries die at their own expiry
-// (e.g. when a discount starts or ends) or all at once when the catalogue version changes.
+// A bounded in-memory cache of read responses. Entries die at their own expiry (e.g. when a
+// discount starts or ends), with a tag they carry (the products a page holds: an order that
+// changes one drops only what shows it), or all at once when the whole catalogue changes.
 // The bound is in bytes, each entry counted by the length of its JSON: a cached page of 25
 // products weighs as much as 25 cached products, so the memory it takes does not depend on
 // what integrators happen to read.
+interface Entry<V> { value: V, expiresAt: number, bytes: number, tags: readonly string[] }
+
 export class ReadCache<V = unknown> {
-  readonly #entries = new Map<string, { value: V, expiresAt: number, bytes: number }>()
+  readonly #entries = new Map<string, Entry<V>>()
+  /** Tag → the keys of the entries carrying it. */
+  readonly #tagged = new Map<string, Set<string>>()
   readonly #maxBytes: number
   #bytes = 0
 
@@ -19,21 +24,39 @@ export class ReadCache<V = unknown> {
       this.#delete(key)
       return undefined
     }
+    // Read again: it moves to the back of the eviction order, so hot entries stay.
+    this.#entries.delete(key)
+    this.#entries.set(key, entry)
     return entry.value
   }
 
-  /** Keeps `value` under `key`; `bytes` is its size (JSON length when not given). */
-  set (key: string, value: V, expiresAt: number, bytes = JSON.stringify(value)?.length ?? 0): void {
+  /** Keeps `value` under `key`; `bytes` is its size (JSON length when not given); `tags` name what it shows. */
+  set (key: string, value: V, expiresAt: number, bytes = JSON.stringify(value)?.length ?? 0, tags: readonly string[] = []): void {
     this.#delete(key)
     if (bytes > this.#maxBytes) return
-    // Oldest insertion first: good enough for a cache that is cleared on every catalogue change.
+    // Least recently used first.
     while (this.#bytes + bytes > this.#maxBytes) this.#delete(this.#entries.keys().next().value!)
-    this.#entries.set(key, { value, expiresAt, bytes })
+    this.#entries.set(key, { value, expiresAt, bytes, tags })
     this.#bytes += bytes
+    for (const tag of tags) {
+      let keys = this.#tagged.get(tag)
+      if (keys === undefined) this.#tagged.set(tag, keys = new Set())
+      keys.add(key)
+    }
+  }
+
+  /** Drops every entry carrying `tag`; returns how many. */
+  dropTagged (tag: string): number {
+    const keys = this.#tagged.get(tag)
+    if (keys === undefined) return 0
+    const n = keys.size
+    for (const key of [...keys]) this.#delete(key)
+    return n
   }
 
   clear (): void {
     this.#entries.clear()
+    this.#tagged.clear()
     this.#bytes = 0
   }
 
@@ -51,5 +74,10 @@ export class ReadCache<V = unknown> {
     if (entry === undefined) return
     this.#entries.delete(key)
     this.#bytes -= entry.bytes
+    for (const tag of entry.tags) {
+      const keys = this.#tagged.get(tag)
+      keys?.delete(key)
+      if (keys?.size === 0) this.#tagged.delete(tag)
+    }
   }
 }

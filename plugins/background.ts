@@ -17,7 +17,7 @@
 // The timers are not unref'd: close clears every one, and one left behind would keep the
 // process alive, where a test sees it (test/plugins/background.test.ts).
 import fp from 'fastify-plugin'
-import { markDiscountBoundaries } from '../services/catalog.ts'
+import { markDiscountBoundaries, renderMissingDocuments } from '../services/catalog.ts'
 import { forgetOldChanges, publishChanges } from '../services/changes.ts'
 import { deleteExpiredReplays } from '../services/place-order.ts'
 import { refreshState } from '../services/store.ts'
@@ -140,6 +140,12 @@ export default fp(async function backgroundPlugin (app) {
   periodic('changes retention', config.CHANGES_PRUNE_MS, () => forgetOldChanges(database, config.CHANGES_RETENTION_DAYS))
   periodic('webhook deliveries retention', config.CHANGES_PRUNE_MS, () => forgetOldDeliveries(database, config.CHANGES_RETENTION_DAYS))
   periodic('discount sweep', config.DISCOUNT_SWEEP_MS, () => markDiscountBoundaries(database, catalogCache, config.DISCOUNT_SWEEP_LOOKBACK_MS))
+  // A store upgraded to the read model has products without documents (reads render them on
+  // the fly meanwhile): rendered in the background until a run finds none left.
+  let documentsComplete = false
+  periodic('document backfill', config.DISCOUNT_SWEEP_MS, async () => {
+    if (!documentsComplete) documentsComplete = await renderMissingDocuments(database) === 0
+  })
   periodic('idempotency cleanup', config.IDEMPOTENCY_CLEANUP_MS, () => deleteExpiredReplays(database))
   periodic('state poll', config.STATE_POLL_MS, () => refreshState(database, store, catalogCache))
   // Which replicas may answer catalogue reads (none configured: a run that does nothing).

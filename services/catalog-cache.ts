@@ -1,8 +1,12 @@
 // Each instance's cache of catalogue reads. Every committed catalogue change moves the
-// catalogue version (a database sequence): the instance that made the change drops its cached
-// reads at once, the others when their state poll sees the new version.
+// catalogue version (a database sequence). A change to some products (stock taken by an
+// order, a discount window opening or closing) drops only the cached reads that show them
+// (and the lists whose membership follows stock or updatedAt): at once on the instance that
+// made it, on the others when their state poll reads the products the feed has published
+// since their last poll. A change to the whole catalogue (an import) moves the reset version
+// too, and every instance drops everything.
 import type { Database } from '../db/client.ts'
-import { bumpCatalogVersion } from '../db/settings.ts'
+import { bumpCatalogVersion, type CatalogState } from '../db/settings.ts'
 import { ReadCache } from '../lib/read-cache.ts'
 
 export interface CatalogCacheOptions {
@@ -17,9 +21,27 @@ export interface CatalogCacheOptions {
   settleMs: number
 }
 
+/** What a cached read loads: its value, when it goes stale, its size and what it shows. */
+export interface Loaded<V> {
+  value: V
+  changesAt: Array<Date | null>
+  /** Its size in bytes (its JSON's length when absent). */
+  bytes?: number
+  /** `productTag(id)` for each product it shows; VOLATILE when stock or updatedAt decide what it holds. */
+  tags?: string[]
+}
+
+export const productTag = (id: string) => `product:${id.toLowerCase()}`
+/** Lists filtered by availability or updatedSince: a stock change may add a product to them. */
+export const VOLATILE = 'volatile'
+
 export class CatalogCache {
-  /** The catalogue version the cached reads belong to. */
+  /** The catalogue version the cached reads belong to (replica reads are held to it). */
   version = ''
+  /** The last reset version seen: a new one drops every cached read. */
+  resetVersion = ''
+  /** The last feed position the poll has read the changed products up to; null before the first poll. */
+  position: number | null = null
   readonly reads: ReadCache
   readonly #database: Database
   readonly #options: CatalogCacheOptions
@@ -32,12 +54,17 @@ export class CatalogCache {
     this.reads = new ReadCache(options.bytes)
   }
 
-  /** What a state poll begun at `polledAt` read: a version that moved drops every cached read. */
-  seen (version: string, polledAt: number): void {
-    if (version !== this.version) {
-      this.version = version
+  /** What a state poll begun at `polledAt` read of the catalogue. */
+  seen (state: CatalogState, polledAt: number): void {
+    if (state.resetVersion !== this.resetVersion || state.changed === null) {
+      // A new reset version, the first poll, or more changed products than the poll reads.
       this.reads.clear()
+    } else if (state.changed.length > 0) {
+      this.#drop(state.changed)
     }
+    this.resetVersion = state.resetVersion
+    this.position = state.position
+    this.#moveTo(state.version)
     this.#polledAt = Math.max(this.#polledAt, polledAt)
   }
 
@@ -46,7 +73,7 @@ export class CatalogCache {
    * while it was read, so a read that raced a change is never kept. It expires at
    * `changesAt` (a discount starting or ending) or after the cache's longest life.
    */
-  async cachedRead<V> (key: string, load: () => Promise<{ value: V, changesAt: Array<Date | null> } | null>): Promise<V | null> {
+  async cachedRead<V> (key: string, load: () => Promise<Loaded<V> | null>): Promise<V | null> {
     // Not heard from the database lately (it is slow or unreachable): what is cached may
     // predate a change others already see, so read through.
     if (Date.now() - this.#polledAt >= this.#options.settleMs) return (await load())?.value ?? null
@@ -61,7 +88,7 @@ export class CatalogCache {
       const loadedAt = Date.now()
       pending = load().then((loaded) => {
         if (loaded === null) return null
-        if (this.version === versionBefore) this.reads.set(key, loaded.value, this.#expiry(loadedAt, loaded.changesAt))
+        if (this.version === versionBefore) this.reads.set(key, loaded.value, this.#expiry(loadedAt, loaded.changesAt), loaded.bytes, loaded.tags)
         return loaded.value
       }).finally(() => this.#loading.delete(loadKey))
       this.#loading.set(loadKey, pending)
@@ -74,14 +101,22 @@ export class CatalogCache {
   }
 
   /**
-   * Call after a committed catalogue change: other instances drop their cached reads at
-   * their next poll, this one at once.
+   * Call after a committed change to these products: this instance drops what shows them
+   * at once, and moves the catalogue version so no replica that may predate the change
+   * answers its reads; other instances drop them when the feed publishes their events.
    */
-  async catalogChanged (): Promise<void> {
-    const version = await bumpCatalogVersion(this.#database.db)
-    if (BigInt(version) > BigInt(this.version || '0')) {
-      this.version = version
-      this.reads.clear()
-    }
+  async productsChanged (productIds: readonly string[]): Promise<void> {
+    this.#moveTo(await bumpCatalogVersion(this.#database.db))
+    this.#drop(productIds)
+  }
+
+  #drop (productIds: readonly string[]): void {
+    for (const id of productIds) this.reads.dropTagged(productTag(id))
+    this.reads.dropTagged(VOLATILE)
+  }
+
+  // Only forward: a poll begun before this instance's own bump may answer after it.
+  #moveTo (version: string): void {
+    if (this.version === '' || BigInt(version) > BigInt(this.version)) this.version = version
   }
 }

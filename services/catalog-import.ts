@@ -5,8 +5,8 @@
 // changes nothing: the whole import rolls back, and the error lists every problem.
 import { analyzeCatalog, allowIdleTransaction, CatalogWriter, lockCatalogImports, type WriterOptions } from '../db/catalog.ts'
 import type { Database } from '../db/client.ts'
-import { renumberProducts } from '../db/products.ts'
-import { bumpCatalogVersion } from '../db/settings.ts'
+import { renumberProducts, rewriteProductDocuments } from '../db/products.ts'
+import { resetCatalog } from '../db/settings.ts'
 import { CatalogChecker, catalogEntries } from '../lib/catalog-file.ts'
 import { JsonStreamError, type JsonStreamEntry } from '../lib/json-stream.ts'
 import type { CatalogFile } from '../schemas/catalog-file.ts'
@@ -42,7 +42,8 @@ export async function importCatalog (database: Database, source: CatalogSource, 
     await lockCatalogImports(tx)
     // The file is read while the transaction is open: a slow stdin is not an idle session.
     await allowIdleTransaction(tx, database.kind)
-    const writer = new CatalogWriter(tx, checker, new Date(), options)
+    const now = new Date()
+    const writer = new CatalogWriter(tx, checker, now, options)
     try {
       for await (const entry of entries) {
         const item = checker.check(entry)
@@ -58,6 +59,9 @@ export async function importCatalog (database: Database, source: CatalogSource, 
       await writer.finish()
       // Products added, renamed or removed move in the list's order.
       if (checker.ok && writer.counts.created + writer.counts.updated + writer.counts.removed > 0) await renumberProducts(tx)
+      // Once every batch and late reference is written: a product's brand may be set last.
+      // Its row locks are this transaction's, so no order's document can be overwritten.
+      if (checker.ok) await rewriteProductDocuments(tx, writer.written, now)
     } else {
       // The file's problems are what the operator needs; a write that failed meanwhile
       // (its batch was valid) is rolled back with the rest.
@@ -66,8 +70,9 @@ export async function importCatalog (database: Database, source: CatalogSource, 
     if (!checker.ok) throw checker.error()
     return writer.counts
   })
-  // Every committed import, even one that changed no product: category and brand names may have.
-  await bumpCatalogVersion(database.db)
+  // Every committed import, even one that changed no product: category and brand names may
+  // have. Every instance drops its whole cache (per-product freshness is for orders and the sweep).
+  await resetCatalog(database.db)
   if (counts.created + counts.updated + counts.removed > 0) {
     // Fresh statistics for the planner at once: PGlite never runs autovacuum, and PostgreSQL's
     // may come minutes later, while a new catalogue without them plans list queries badly.

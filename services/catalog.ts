@@ -1,17 +1,25 @@
-// Catalogue reads for integrators: a product by id and pages of the product list, read
-// through the instance's cache, which never outlives a price change (a discount starting or
-// ending) nor a catalogue change seen by any instance.
+// Catalogue reads for integrators: a product by id and pages of the product list, answered
+// from the stored documents (the read model, db/products.ts) through the instance's cache,
+// which never outlives a price change (a discount starting or ending) nor a change to a
+// product it shows, seen by any instance.
 import type { Database } from '../db/client.ts'
 import { recordEvents } from '../db/events.ts'
-import { countMatchingProducts, findProduct, listGroupings, listProducts, touchDiscountBoundaries, type Grouping, type ProductFilters } from '../db/products.ts'
-import { PAGE_SIZE, isUuid, type ListWindow } from '../schemas/common.ts'
-import type { CategoryPage, ListProductsQuery, Product, ProductPage } from '../schemas/products.ts'
-import type { CatalogCache } from './catalog-cache.ts'
+import {
+  countMatchingProducts, findSearchMatches, listGroupings, listProducts, lockProductsToRender, readDocuments, rewriteProductDocuments,
+  touchDiscountBoundaries, type Grouping, type ProductDocument, type ProductFilters
+} from '../db/products.ts'
+import { entityTag } from '../lib/entity-tag.ts'
+import { PAGE_SIZE, isUuid, type ListWindow, type SortKey } from '../schemas/common.ts'
+import type { CategoryPage, ListProductsQuery } from '../schemas/products.ts'
+import { VOLATILE, productTag, type CatalogCache } from './catalog-cache.ts'
 import { nextCursor } from './list-cursor.ts'
 
 export type { ProductFilters }
 
 export type ProductListQuery = Omit<ListProductsQuery, 'page' | 'cursor'>
+
+/** A read as it is sent: JSON text (a Product or a ProductPage) and its entity tag. */
+export interface CatalogRead { body: string, etag: string }
 
 function guidList (value: string | undefined): string[] | undefined {
   const ids = value?.split(',').map((s) => s.trim().toLowerCase()).filter(isUuid)
@@ -33,31 +41,46 @@ export function productFilters (q: ProductListQuery): ProductFilters {
   }
 }
 
-export async function getProduct (database: Database, catalogCache: CatalogCache, id: string): Promise<Product | null> {
-  return catalogCache.cachedRead(`product:${id.toLowerCase()}`, async () => {
-    const found = await database.readCatalog(catalogCache.version, (db) => findProduct(db, id))
-    return found && { value: found.product, changesAt: [found.priceChangesAt] }
+/** Whether a stock change or a moved updatedAt may add a product to the list (not only change one it holds). */
+const isVolatile = (filters: ProductFilters) => filters.isAvailable !== undefined || filters.updatedSince !== undefined
+
+export async function getProduct (database: Database, catalogCache: CatalogCache, id: string): Promise<CatalogRead | null> {
+  return catalogCache.cachedRead(productTag(id), async () => {
+    const [found] = await database.readCatalog(catalogCache.version, (db) => readDocuments(db, [id]))
+    if (found === undefined) return null
+    return { value: { body: found.body, etag: found.etag }, changesAt: [found.priceChangesAt], bytes: found.body.length, tags: [productTag(found.id)] }
   })
 }
 
-export async function listProductPage (database: Database, catalogCache: CatalogCache, cursorSecret: string, filters: ProductFilters, window: ListWindow): Promise<ProductPage> {
+/** A page's JSON from its items' stored JSON, in the key order of the ProductPage schema. */
+function pageBody (items: ProductDocument[], page: number, total: number, cursor: string | null): string {
+  return `{"items":[${items.map((i) => i.body).join(',')}],"page":${page},"pageSize":${PAGE_SIZE},"total":${total},"nextCursor":${JSON.stringify(cursor)}}`
+}
+
+export async function listProductPage (database: Database, catalogCache: CatalogCache, cursorSecret: string, filters: ProductFilters, window: ListWindow): Promise<CatalogRead> {
+  const volatile = isVolatile(filters) ? [VOLATILE] : []
   const page = await catalogCache.cachedRead(`list:${JSON.stringify([filters, window.offset, window.after])}`, async () => {
-    const found = await database.readCatalog(catalogCache.version, (db) => listProducts(db, filters, window))
+    const found: { items: ProductDocument[], next: SortKey | null, total?: number } = filters.query
+      ? await database.readCatalog(catalogCache.version, async (db) => {
+        const matches = await findSearchMatches(db, filters, window)
+        return { ...matches, items: await readDocuments(db, matches.ids) }
+      })
+      : await database.readCatalog(catalogCache.version, (db) => listProducts(db, filters, window))
     // Counting every match again for each page is what made deep crawls slow: the total of a
     // filter is kept until the catalogue changes.
-    const total = found.total ?? (await catalogCache.cachedRead(`count:${JSON.stringify(filters)}`, async () => ({
-      value: await database.readCatalog(catalogCache.version, (db) => countMatchingProducts(db, filters)),
-      changesAt: []
-    })))!
+    const total = found.total !== undefined
+      ? found.total
+      : (await catalogCache.cachedRead<number>(`count:${JSON.stringify(filters)}`, async () => ({
+          value: await database.readCatalog(catalogCache.version, (db) => countMatchingProducts(db, filters)),
+          changesAt: [],
+          tags: volatile
+        })))!
+    const body = pageBody(found.items, window.page, total, nextCursor(cursorSecret, 'products', filters, window.page, found.next))
     return {
-      value: {
-        items: found.items.map((i) => i.product),
-        page: window.page,
-        pageSize: PAGE_SIZE,
-        total,
-        nextCursor: nextCursor(cursorSecret, 'products', filters, window.page, found.next)
-      },
-      changesAt: found.items.map((i) => i.priceChangesAt)
+      value: { body, etag: entityTag(body) },
+      changesAt: found.items.map((i) => i.priceChangesAt),
+      bytes: body.length,
+      tags: [...found.items.map((i) => productTag(i.id)), ...volatile]
     }
   })
   return page!
@@ -75,17 +98,41 @@ export async function listGroupingPage (database: Database, catalogCache: Catalo
   return page!
 }
 
+/** Documents past their price change rewritten by one sweep at most; the rest are left to the next. */
+const SWEEP_BATCH = 2000
+
 /**
  * A discount window that opened or closed changes a product's sellPrice, so its updatedAt
- * moves too (sellPrice itself is computed at read time and always exact). Run every
- * sweep interval; returns how many products moved.
+ * moves too, and its document is rewritten (until then reads render it again themselves:
+ * sellPrice is exact at read time). Run every sweep interval; returns how many products moved.
  */
 export async function markDiscountBoundaries (database: Database, catalogCache: CatalogCache, lookbackMs: number, now = new Date()): Promise<number> {
-  const moved = await database.db.transaction(async (tx) => {
-    const ids = await touchDiscountBoundaries(tx, now, lookbackMs)
-    await recordEvents(tx, ids.map((id) => ({ type: 'product.updated' as const, resourceId: id })))
-    return ids
+  const { moved, rewritten } = await database.db.transaction(async (tx) => {
+    // Locked first, so no stock change can commit between their render and its write.
+    const stale = await lockProductsToRender(tx, now, SWEEP_BATCH, { missing: false })
+    const moved = await touchDiscountBoundaries(tx, now, lookbackMs)
+    await recordEvents(tx, moved.map((id) => ({ type: 'product.updated' as const, resourceId: id })))
+    const rewritten = [...new Set([...stale, ...moved])]
+    await rewriteProductDocuments(tx, rewritten, now)
+    return { moved, rewritten }
   })
-  if (moved.length > 0) await catalogCache.catalogChanged()
+  if (rewritten.length > 0) await catalogCache.productsChanged(rewritten)
   return moved.length
+}
+
+/**
+ * Renders the documents of products that have none (a store upgraded to the read model),
+ * a batch a transaction; reads render them on the fly until then. Returns how many.
+ */
+export async function renderMissingDocuments (database: Database, batch = 500): Promise<number> {
+  let total = 0
+  for (;;) {
+    const n = await database.db.transaction(async (tx) => {
+      const ids = await lockProductsToRender(tx, new Date(), batch, { missing: true })
+      await rewriteProductDocuments(tx, ids, new Date())
+      return ids.length
+    })
+    total += n
+    if (n < batch) return total
+  }
 }

@@ -35,8 +35,8 @@ export interface PlaceOrderInput {
 export interface PlaceOrderOptions {
   idempotencyTtlHours: number
   idempotencyLockTimeoutMs: number
-  /** Called after a committed order took tracked stock. */
-  onStockTaken: () => Promise<void>
+  /** Called after a committed order took tracked stock, with the products it took from. */
+  onStockTaken: (productIds: string[]) => Promise<void>
 }
 
 export interface PlacedOrder {
@@ -48,7 +48,7 @@ export interface PlacedOrder {
 
 export async function placeOrder (database: Database, input: PlaceOrderInput, options: PlaceOrderOptions, now = new Date()): Promise<PlacedOrder> {
   const idempotency = input.idempotencyKey === undefined ? null : { key: input.idempotencyKey, requestHash: jsonHash(input.body) }
-  let outcome: { placed: OrderSummary, tookStock: boolean } | { previous: IdempotencyRecord }
+  let outcome: { placed: OrderSummary, changed: string[] } | { previous: IdempotencyRecord }
   try {
     outcome = await database.db.transaction(async (tx) => {
       if (idempotency) {
@@ -73,8 +73,9 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
           throw orderCreationFailed(stock.lines.map((i) => outOfStock(i, priced.names[i]!, available)))
         }
       }
-      // Stock is part of what integrators see of a product: its availability, updatedAt and event follow.
-      await refreshProductState(tx, [...new Set(taken.map((t) => t.productId))], now)
+      // Stock is part of what integrators see of a product: its availability, updatedAt, event and document follow.
+      const changed = [...new Set(taken.map((t) => t.productId))]
+      await refreshProductState(tx, changed, now)
       const deliveryFee: Cents = request.address ? toCents(input.settings.deliveryFee) : 0
       if (priced.total + deliveryFee > MAX_AMOUNT_CENTS) throw apiError('order_creation_failed', 'The order total is larger than an order can hold')
       const placed = await insertOrder(tx, {
@@ -93,7 +94,7 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
       if (idempotency) {
         await storeIdempotentResponse(tx, input.apiKeyId, idempotency.key, { body: placed, shapeVersion: ORDER_SHAPE_VERSION, location: input.locationOf(placed.id) })
       }
-      return { placed, tookStock: taken.length > 0 }
+      return { placed, changed }
     })
   } catch (err) {
     // The lock_timeout ran out waiting for a concurrent request with the same key.
@@ -102,7 +103,7 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
   }
 
   if ('previous' in outcome) return replay(database, outcome.previous, idempotency!.requestHash)
-  if (outcome.tookStock) await options.onStockTaken()
+  if (outcome.changed.length > 0) await options.onStockTaken(outcome.changed)
   return { order: outcome.placed, location: input.locationOf(outcome.placed.id), replayed: false }
 }
 

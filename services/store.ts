@@ -10,11 +10,12 @@ export class Store {
 
 /**
  * The state poll: one query reads what other instances may have changed, the store's
- * settings and the catalogue version. A failed poll changes nothing (the caller reports it).
+ * settings, the catalogue's versions and the products changed since the last poll. A
+ * failed poll changes nothing (the caller reports it).
  */
 export async function refreshState (database: Database, store: Store, catalogCache: CatalogCache): Promise<void> {
   const startedAt = Date.now()
-  const state = await readStoreState(database.db)
+  const state = await readStoreState(database.db, catalogCache.position)
   store.settings = state.settings
-  catalogCache.seen(state.catalogVersion, startedAt)
+  catalogCache.seen(state.catalog, startedAt)
 }

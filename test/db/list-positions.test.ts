@@ -37,7 +37,7 @@ async function pages (filters: ProductFilters) {
   for (let page = 0; ; page++) {
     const { items } = await listProducts(database.db, filters, { page: page + 1, offset: page * LIMIT, limit: LIMIT, after: null })
     if (items.length === 0) return all
-    all.push(items.map((p) => p.product.id))
+    all.push(items.map((p) => p.id))
   }
 }
 

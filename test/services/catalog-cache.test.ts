@@ -166,7 +166,7 @@ t.test('a read that raced a catalogue change is not kept', async (t) => {
   const load = async () => {
     loads++
     // The change lands while this read is under way.
-    if (loads === 1) await state.catalogChanged()
+    if (loads === 1) await state.productsChanged([crypto.randomUUID()])
     return { value: loads, changesAt: [] }
   }
   t.equal(await state.cachedRead('k', load), 1)

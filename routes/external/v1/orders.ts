@@ -80,7 +80,7 @@ With a test key (\`sk_test_…\`) the same checks run against the same stock, bu
     }, {
       idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
       idempotencyLockTimeoutMs: config.IDEMPOTENCY_LOCK_TIMEOUT_MS,
-      onStockTaken: () => app.catalogCache.catalogChanged()
+      onStockTaken: (productIds) => app.catalogCache.productsChanged(productIds)
     })
     if (placed.replayed) {
       app.metrics.idempotentReplays.inc()

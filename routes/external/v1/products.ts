@@ -1,15 +1,23 @@
 // GET /products and GET /products/{id}: the catalogue, read through the instance's cache.
+// The answers are stored JSON text, sent as they are (Fastify skips the response schema's
+// serializer for a string with a JSON content type) with their stored entity tag.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
 import { apiError } from '../../../errors.ts'
 import { PAGE_SIZE, conditionalResponses, documentedResponse, isUuid, pageWindow, ref } from '../../../schemas/common.ts'
 import { RESPONSE_EXAMPLES } from '../../../schemas/examples.ts'
 import { ListProductsQuery, Product, ProductPage, ProductParams } from '../../../schemas/products.ts'
-import { getProduct, listProductPage, productFilters, type ProductFilters } from '../../../services/catalog.ts'
+import { getProduct, listProductPage, productFilters, type CatalogRead, type ProductFilters } from '../../../services/catalog.ts'
 import { openListCursor, pick } from '../../../services/list-cursor.ts'
 import { v1Errors, v1Headers } from './shared.ts'
 
 // The list's own parameters: none may come with a cursor (unknown ones are ignored, as always).
 const LIST_PRODUCTS_PARAMETERS = ['query', 'isAvailable', 'categoryIds', 'brandIds', 'barcode', 'sku', 'updatedSince'] as const
+
+function sendRead (reply: FastifyReply, read: CatalogRead): string {
+  reply.header('etag', read.etag).type('application/json; charset=utf-8')
+  return read.body
+}
 
 const products: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/products', {
@@ -25,11 +33,11 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
         ...v1Errors()
       }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const { cursor, page, ...query } = request.query
-    if (cursor === undefined) return listProductPage(app.database, app.catalogCache, app.cursorSecret, productFilters(query), pageWindow(page))
+    if (cursor === undefined) return sendRead(reply, await listProductPage(app.database, app.catalogCache, app.cursorSecret, productFilters(query), pageWindow(page)))
     const resumed = openListCursor<ProductFilters>(app.cursorSecret, 'products', cursor, { page, ...pick(query, LIST_PRODUCTS_PARAMETERS) })
-    return listProductPage(app.database, app.catalogCache, app.cursorSecret, resumed.filters, resumed.window)
+    return sendRead(reply, await listProductPage(app.database, app.catalogCache, app.cursorSecret, resumed.filters, resumed.window))
   })
 
   app.get('/products/:id', {
@@ -49,11 +57,11 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
         })
       }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     if (!isUuid(request.params.id)) throw apiError('invalid_product_id')
     const product = await getProduct(app.database, app.catalogCache, request.params.id)
     if (product === null) throw apiError('product_not_found')
-    return product
+    return sendRead(reply, product)
   })
 }
 
