@@ -15,7 +15,6 @@ declare module 'fastify' {
 
 export const READ_CACHE_CONTROL = 'private, no-cache'
 
-
 /** Whether an If-None-Match header names the tag (`*`, a list, weak or strong forms). */
 export function matchesTag (ifNoneMatch: string | undefined, tag: string): boolean {
   if (ifNoneMatch === undefined) return false
