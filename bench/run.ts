@@ -860,8 +860,8 @@ async function runScenarios (input: {
         where datname = current_database() and state <> 'idle' and application_name like 'storefront-api/%' and pid <> pg_backend_pid()`).map((r) => r.query)
     : undefined
   const backends = async () => (await monitor!<Array<{ pid: number }>>`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid)
-  // Product reads PostgreSQL made: one index scan of products_pkey each (db/products.ts findProduct).
-  const productReads = async () => Number((await monitor!<Array<{ n: string }>>`select coalesce(sum(idx_scan), 0)::text as n from pg_stat_user_indexes where indexrelname = 'products_pkey'`)[0]!.n)
+  // Product reads PostgreSQL made: one index scan of product_documents_pkey each (db/products.ts readDocuments).
+  const productReads = async () => Number((await monitor!<Array<{ n: string }>>`select coalesce(sum(idx_scan), 0)::text as n from pg_stat_user_indexes where indexrelname = 'product_documents_pkey'`)[0]!.n)
   /** When the app (or raw SQL) last worked on the database: its statistics are published STATS_FLUSH_MS later. */
   let lastDatabaseWork = performance.now()
   let pendingHits: { name: string, before: number, requests: number } | undefined
