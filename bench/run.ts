@@ -736,7 +736,7 @@ async function main () {
   log()
   log('ok/s: 2xx answers a second (committed transactions for order-create-raw); ratio: ok/s ÷ the ceiling\'s, measured in the same run')
   log(`cpu ms/req: CPU time per 2xx answer of the server's own process (app)${pg ? ' and of the PostgreSQL backends serving the bench database (db: a local server only, sampled every 200 ms, a lower bound)' : ' (PGlite\'s work is in it)'}; autocannon and pgbench are not counted`)
-  if (pg) log('read-cache hits: 1 − (product reads PostgreSQL made ÷ requests), product reads counted by the index scans of products_pkey (pg_stat_user_indexes), read once the backends have published them; the app exposes no cache counter')
+  if (pg) log('read-cache hits: 1 − (product reads PostgreSQL made ÷ requests), product reads counted by the index scans of product_documents_pkey (pg_stat_user_indexes), read once the backends have published them; the app exposes no cache counter')
   else log('read-cache hits: n/a without PostgreSQL (counted from its statistics; the app exposes no cache counter)')
   const aims = judgeAims(medians.results, medians.peakRssMb)
   log()
