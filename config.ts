@@ -61,7 +61,7 @@ export const ConfigSchema = Type.Object({
   IDEMPOTENCY_LOCK_TIMEOUT_MS: Type.Integer({ default: 5000, minimum: 100, description: 'How long a duplicate create-order waits for the first before 409 idempotency_key_in_use' }),
 
   // What each instance keeps in memory, and how fast it notices changes made elsewhere.
-  STATE_POLL_MS: Type.Integer({ default: 250, minimum: 10, description: 'How often settings and the catalogue version are polled' }),
+  STATE_POLL_MS: Type.Integer({ default: 250, minimum: 10, description: 'How often settings, the catalogue version and the products changed since the last poll are polled' }),
   READ_SETTLE_MS: Type.Integer({
     default: 750,
     minimum: 0,

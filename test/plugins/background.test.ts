@@ -20,6 +20,7 @@ const STOP_ORDER = [
   'changes retention',
   'webhook deliveries retention',
   'discount sweep',
+  'document backfill',
   'idempotency cleanup',
   'state poll',
   'replica sampling',
