@@ -3,19 +3,12 @@ import { sql, type SQL } from 'drizzle-orm'
 import { nextPriceChange, sellPriceCents, toAmount, toCents, type Discount } from '../lib/money.ts'
 import type { ListWindow, SortKey } from '../schemas/common.ts'
 import type { Product } from '../schemas/products.ts'
-import { containing, execute, type Tx } from './client.ts'
+import { execute, type Tx } from './client.ts'
 import { insertEvents } from './events.ts'
+import { list, whereClause, type ProductFilters } from './product-filters.ts'
+import { findSearchMatches } from './search.ts'
 
-export interface ProductFilters {
-  query?: string | undefined
-  isAvailable?: boolean | undefined
-  categoryIds?: string[] | undefined
-  brandIds?: string[] | undefined
-  barcode?: string | undefined
-  sku?: string | undefined
-  /** ISO 8601 with offset: only products whose updated_at is at or after it. */
-  updatedSince?: string | undefined
-}
+export type { ProductFilters }
 
 interface CombinationRow {
   id: string
@@ -122,33 +115,6 @@ function toProduct (row: ProductRow, now: Date): PricedProduct {
   }
 }
 
-const list = (values: string[]) => sql.join(values.map((v) => sql`${v}`), sql`, `)
-
-function whereClause (filters: ProductFilters): SQL {
-  const conditions: SQL[] = []
-  if (filters.query !== undefined && filters.query !== '') {
-    // search_text holds lower-cased names, SKUs and barcodes; the trigram index serves this LIKE.
-    conditions.push(sql`p.search_text like ${containing(filters.query.toLowerCase())}`)
-  }
-  if (filters.isAvailable !== undefined) conditions.push(sql`p.available = ${filters.isAvailable}`)
-  if (filters.categoryIds?.length) {
-    conditions.push(sql`exists (select 1 from product_categories pc where pc.product_id = p.id and pc.category_id in (${list(filters.categoryIds)}))`)
-  }
-  if (filters.brandIds?.length) conditions.push(sql`p.brand_id in (${list(filters.brandIds)})`)
-  // An id list from both tables rather than `p.sku = … or exists (…)`: the `or` would make
-  // PostgreSQL scan every product, while each branch of the union uses its own index.
-  if (filters.sku !== undefined) {
-    conditions.push(sql`p.id in (select id from products where sku = ${filters.sku}
-      union all select product_id from combinations where sku = ${filters.sku})`)
-  }
-  if (filters.barcode !== undefined) {
-    conditions.push(sql`p.id in (select id from products where barcode = ${filters.barcode}
-      union all select product_id from combinations where barcode = ${filters.barcode})`)
-  }
-  if (filters.updatedSince !== undefined) conditions.push(sql`p.updated_at >= ${filters.updatedSince}::timestamptz`)
-  return conditions.length === 0 ? sql`true` : sql.join(conditions, sql` and `)
-}
-
 /** Products after a sort key, as a condition the name index serves. */
 const afterKey = (after: SortKey | null) => after === null ? sql`true` : sql`(lower(p.name), p.id) > (${after[0]}, ${after[1]}::uuid)`
 
@@ -163,8 +129,9 @@ function pageOf (rows: Array<ProductRow & { sort_name: string }>, limit: number,
 
 /** A page of products by name, then id; with `query`, the total of the matches comes along. */
 export async function listProducts (db: Tx, filters: ProductFilters, window: ListWindow, now = new Date()): Promise<ProductListPage & { total?: number }> {
-  const where = whereClause(filters)
-  if (filters.query) return searchProducts(db, where, window, now)
+  const { query, ...others } = filters
+  if (query) return searchProducts(db, query, others, window, now)
+  const where = whereClause(others) ?? sql`true`
   // The page's ids are chosen first and only those rows get their JSON columns. A page by
   // number of a numbered list (see renumberProducts) is a range of its positions (the offset
   // of a page past the last one exceeds the integer column: compared as bigint); otherwise
@@ -212,24 +179,20 @@ export async function renumberProducts (tx: Tx): Promise<void> {
 }
 
 export async function countMatchingProducts (db: Tx, filters: ProductFilters): Promise<number> {
-  const [row] = await execute<{ total: number }>(db, sql`select count(*)::int as total from products p where ${whereClause(filters)}`)
+  const { query, ...others } = filters
+  if (query) return (await findSearchMatches(db, query, others, { page: 1, limit: 0, offset: 0, after: null })).total
+  const [row] = await execute<{ total: number }>(db, sql`select count(*)::int as total from products p where ${whereClause(others) ?? sql`true`}`)
   return row!.total
 }
 
-// A search evaluates the trigram match once: the matching ids give both the page and the total.
-async function searchProducts (db: Tx, where: SQL, window: ListWindow, now: Date) {
-  const rows = await execute<ProductRow & { sort_name: string, total: number }>(db, sql`
-    with matches as materialized (select p.id, lower(p.name) as sort_name from products p where ${where}),
-    page_ids as (
-      select id, sort_name from matches
-      where ${window.after === null ? sql`true` : sql`(sort_name, id) > (${window.after[0]}, ${window.after[1]}::uuid)`}
-      order by sort_name, id limit ${window.limit + 1} offset ${window.offset})
-    select counted.total, found.*
-    from (select count(*)::int as total from matches) as counted
-    left join lateral (select page_ids.sort_name, ${PRODUCT_COLUMNS} from page_ids join products p on p.id = page_ids.id) as found on true
-    order by found.sort_name, found.id`)
-  const total = rows[0]?.total ?? 0
-  return { ...pageOf(rows.filter((row) => row.id !== null), window.limit, now), total }
+// The matching ids come first (db/search.ts), then only the page's rows get their JSON columns.
+async function searchProducts (db: Tx, query: string, filters: Omit<ProductFilters, 'query'>, window: ListWindow, now: Date) {
+  const { ids, next, total } = await findSearchMatches(db, query, filters, window)
+  if (ids.length === 0) return { items: [], next, total }
+  const rows = await execute<ProductRow>(db, sql`select ${PRODUCT_COLUMNS} from products p where p.id in (${list(ids)})`)
+  const byId = new Map(rows.map((row) => [row.id, row]))
+  // A product removed between the two statements is left out (the cache keeps no page read across a change).
+  return { items: ids.flatMap((id) => { const row = byId.get(id); return row ? [toProduct(row, now)] : [] }), next, total }
 }
 
 export async function findProduct (db: Tx, id: string, now = new Date()): Promise<PricedProduct | null> {
