@@ -62,9 +62,9 @@ async function scan (query: string, filters: Omit<ProductFilters, 'query'>): Pro
   const has = (column: string) => sql.raw(`strpos(lower(coalesce(${column}, '')), `)
   const rows = await execute<{ id: string, sort_name: string, available: boolean, brand_id: string | null, categories: string[], skus: string[], barcodes: string[], updated_at: string }>(db, sql`
     select p.id, lower(p.name) as sort_name, p.available, p.brand_id, p.updated_at::text as updated_at,
-      array(select category_id::text from product_categories where product_id = p.id) as categories,
-      array(select sku from combinations where product_id = p.id and sku is not null) || array[p.sku] as skus,
-      array(select barcode from combinations where product_id = p.id and barcode is not null) || array[p.barcode] as barcodes
+      to_json(array(select category_id::text from product_categories where product_id = p.id)) as categories,
+      to_json(array(select sku from combinations where product_id = p.id and sku is not null) || array[p.sku]) as skus,
+      to_json(array(select barcode from combinations where product_id = p.id and barcode is not null) || array[p.barcode]) as barcodes
     from products p
     where ${has('p.name')}${q}) > 0 or ${has('p.sku')}${q}) > 0 or ${has('p.barcode')}${q}) > 0
       or exists (select 1 from combinations c where c.product_id = p.id and (${has('c.sku')}${q}) > 0 or ${has('c.barcode')}${q}) > 0))
