@@ -63,7 +63,7 @@ export async function allowIdleTransaction (tx: Tx, kind: Database['kind']): Pro
 
 /** Fresh planner statistics for the catalogue tables. */
 export async function analyzeCatalog (db: Tx): Promise<void> {
-  await db.execute(sql`analyze products, product_categories, variants, variant_options, combinations, combination_options, discounts`)
+  await db.execute(sql`analyze products, product_search, product_categories, variants, variant_options, combinations, combination_options, discounts`)
 }
 
 interface PendingReference {
