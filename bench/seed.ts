@@ -24,7 +24,7 @@ export const BENCH_RATE_LIMIT = 1_000_000_000
 const CHUNK = 20_000
 
 /** The catalogue's tables, in the order they are filled (each after those it references). */
-const CATALOGUE_TABLES = ['categories', 'brands', 'products', 'product_categories', 'variants', 'variant_options', 'combinations', 'combination_options', 'discounts']
+const CATALOGUE_TABLES = ['categories', 'brands', 'products', 'product_search', 'product_categories', 'variants', 'variant_options', 'combinations', 'combination_options', 'discounts']
 
 type Row = Record<string, string | number | boolean | null>
 
@@ -86,8 +86,9 @@ export async function bulkLoadCatalog (database: Database, bench: BenchCatalog):
   const categoryRows = table('categories', { id: 'uuid', name: 'text' })
   const brandRows = table('brands', { id: 'uuid', name: 'text' })
   const productRows = table('products', {
-    id: 'uuid', name: 'text', sku: 'text', barcode: 'text', quantity: 'int', price: 'numeric', is_available: 'boolean', image_url: 'text', brand_id: 'uuid', search_text: 'text', available: 'boolean'
+    id: 'uuid', name: 'text', sku: 'text', barcode: 'text', quantity: 'int', price: 'numeric', is_available: 'boolean', image_url: 'text', brand_id: 'uuid', available: 'boolean'
   })
+  const searchRows = table('product_search', { product_id: 'uuid', sort_name: 'text', search_text: 'text' })
   const productCategoryRows = table('product_categories', { product_id: 'uuid', category_id: 'uuid' })
   const variantRows = table('variants', { id: 'uuid', product_id: 'uuid', name: 'text', position: 'int' })
   const optionRows = table('variant_options', { id: 'uuid', variant_id: 'uuid', name: 'text', position: 'int' })
@@ -112,9 +113,10 @@ export async function bulkLoadCatalog (database: Database, bench: BenchCatalog):
       is_available: p.isAvailable,
       image_url: p.imageUrl ?? null,
       brand_id: p.brandId ?? null,
-      search_text: searchText(p),
       available: orderable(p)
     })
+    // The bench's names are ASCII, so JavaScript's lower case is PostgreSQL's lower(name).
+    searchRows.push({ product_id: p.id, sort_name: p.name.toLowerCase(), search_text: searchText(p) })
     for (const categoryId of new Set(p.categoryIds ?? [])) productCategoryRows.push({ product_id: p.id, category_id: categoryId })
     const variantOf = new Map<string, number>()
     ;(p.variants ?? []).forEach((v, position) => {

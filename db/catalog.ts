@@ -63,7 +63,7 @@ export async function allowIdleTransaction (tx: Tx, kind: Database['kind']): Pro
 
 /** Fresh planner statistics for the catalogue tables. */
 export async function analyzeCatalog (db: Tx): Promise<void> {
-  await db.execute(sql`analyze products, product_categories, variants, variant_options, combinations, combination_options, discounts`)
+  await db.execute(sql`analyze products, product_search, product_categories, variants, variant_options, combinations, combination_options, discounts`)
 }
 
 interface PendingReference {
@@ -204,15 +204,21 @@ export class CatalogWriter {
       ), before as (
         select p.id from products p join input on input.id = p.id
       ), written as (
-        insert into products as p (id, name, sku, barcode, quantity, price, is_available, image_url, brand_id, search_text, available, content_hash, updated_at)
-        select id, name, sku, barcode, quantity, price, is_available, image_url, brand_id, search_text, available, content_hash,
+        insert into products as p (id, name, sku, barcode, quantity, price, is_available, image_url, brand_id, available, content_hash, updated_at)
+        select id, name, sku, barcode, quantity, price, is_available, image_url, brand_id, available, content_hash,
           ${this.now.toISOString()}::timestamptz from input
         on conflict (id) do update set name = excluded.name, sku = excluded.sku, barcode = excluded.barcode,
           quantity = excluded.quantity, price = excluded.price, is_available = excluded.is_available,
-          image_url = excluded.image_url, brand_id = excluded.brand_id, search_text = excluded.search_text,
+          image_url = excluded.image_url, brand_id = excluded.brand_id,
           available = excluded.available, content_hash = excluded.content_hash, updated_at = excluded.updated_at
         where p.content_hash is distinct from excluded.content_hash
         returning p.id
+      ), searched as (
+        -- Its search row in the same statement, sorted by lower(name) as the list is.
+        insert into product_search as s (product_id, sort_name, search_text)
+        select input.id, lower(input.name), input.search_text from input join written on written.id = input.id
+        on conflict (product_id) do update set sort_name = excluded.sort_name, search_text = excluded.search_text
+        where (s.sort_name, s.search_text) is distinct from (excluded.sort_name, excluded.search_text)
       ), changes as (
         select written.id, before.id is null as created from written left join before on before.id = written.id
       ), events as (

@@ -6,19 +6,12 @@ import { entityTag } from '../lib/entity-tag.ts'
 import { nextPriceChange, sellPriceCents, toAmount, toCents, type Discount } from '../lib/money.ts'
 import type { ListWindow, SortKey } from '../schemas/common.ts'
 import type { Product } from '../schemas/products.ts'
-import { containing, execute, type Tx } from './client.ts'
+import { execute, type Tx } from './client.ts'
 import { insertEvents } from './events.ts'
+import { list, whereClause, type ProductFilters } from './product-filters.ts'
+import { findSearchMatches } from './search.ts'
 
-export interface ProductFilters {
-  query?: string | undefined
-  isAvailable?: boolean | undefined
-  categoryIds?: string[] | undefined
-  brandIds?: string[] | undefined
-  barcode?: string | undefined
-  sku?: string | undefined
-  /** ISO 8601 with offset: only products whose updated_at is at or after it. */
-  updatedSince?: string | undefined
-}
+export type { ProductFilters }
 
 interface CombinationRow {
   id: string
@@ -127,41 +120,14 @@ function toProduct (row: ProductRow, now: Date): PricedProduct {
   }
 }
 
-const list = (values: string[]) => sql.join(values.map((v) => sql`${v}`), sql`, `)
-
-function whereClause (filters: ProductFilters): SQL {
-  const conditions: SQL[] = []
-  if (filters.query !== undefined && filters.query !== '') {
-    // search_text holds lower-cased names, SKUs and barcodes; the trigram index serves this LIKE.
-    conditions.push(sql`p.search_text like ${containing(filters.query.toLowerCase())}`)
-  }
-  if (filters.isAvailable !== undefined) conditions.push(sql`p.available = ${filters.isAvailable}`)
-  if (filters.categoryIds?.length) {
-    conditions.push(sql`exists (select 1 from product_categories pc where pc.product_id = p.id and pc.category_id in (${list(filters.categoryIds)}))`)
-  }
-  if (filters.brandIds?.length) conditions.push(sql`p.brand_id in (${list(filters.brandIds)})`)
-  // An id list from both tables rather than `p.sku = … or exists (…)`: the `or` would make
-  // PostgreSQL scan every product, while each branch of the union uses its own index.
-  if (filters.sku !== undefined) {
-    conditions.push(sql`p.id in (select id from products where sku = ${filters.sku}
-      union all select product_id from combinations where sku = ${filters.sku})`)
-  }
-  if (filters.barcode !== undefined) {
-    conditions.push(sql`p.id in (select id from products where barcode = ${filters.barcode}
-      union all select product_id from combinations where barcode = ${filters.barcode})`)
-  }
-  if (filters.updatedSince !== undefined) conditions.push(sql`p.updated_at >= ${filters.updatedSince}::timestamptz`)
-  return conditions.length === 0 ? sql`true` : sql.join(conditions, sql` and `)
-}
-
 /** Products after a sort key, as a condition the name index serves. */
 const afterKey = (after: SortKey | null) => after === null ? sql`true` : sql`(lower(p.name), p.id) > (${after[0]}, ${after[1]}::uuid)`
 
 export interface ProductListPage { items: ProductDocument[], next: SortKey | null }
 
 /** A page of products by name, then id, as their stored documents (without `query`: see findSearchMatches). */
-export async function listProducts (db: Tx, filters: ProductFilters, window: ListWindow, now = new Date()): Promise<ProductListPage> {
-  const where = whereClause(filters)
+export async function listProducts (db: Tx, filters: Omit<ProductFilters, 'query'>, window: ListWindow, now = new Date()): Promise<ProductListPage> {
+  const where = whereClause(filters) ?? sql`true`
   // The page's ids are chosen first and only those rows get their documents. A page by
   // number of a numbered list (see renumberProducts) is a range of its positions (the offset
   // of a page past the last one exceeds the integer column: compared as bigint); otherwise
@@ -184,7 +150,7 @@ export async function listProducts (db: Tx, filters: ProductFilters, window: Lis
  * The numbered list that holds exactly the products `filters` select (the whole catalogue,
  * one brand or one category), as an SQL value; null when no numbered list does.
  */
-function numberedList (filters: ProductFilters): SQL | null {
+function numberedList (filters: Omit<ProductFilters, 'query'>): SQL | null {
   const { categoryIds, brandIds, ...others } = filters
   if (Object.values(others).some((v) => v !== undefined)) return null
   if (categoryIds === undefined && brandIds === undefined) return sql`''`
@@ -211,37 +177,10 @@ export async function renumberProducts (tx: Tx): Promise<void> {
 }
 
 export async function countMatchingProducts (db: Tx, filters: ProductFilters): Promise<number> {
-  const [row] = await execute<{ total: number }>(db, sql`select count(*)::int as total from products p where ${whereClause(filters)}`)
+  const { query, ...others } = filters
+  if (query) return (await findSearchMatches(db, query, others, { page: 1, limit: 0, offset: 0, after: null })).total
+  const [row] = await execute<{ total: number }>(db, sql`select count(*)::int as total from products p where ${whereClause(others) ?? sql`true`}`)
   return row!.total
-}
-
-export interface SearchMatches { ids: string[], next: SortKey | null, total: number }
-
-/**
- * The ids of one page of a search (`filters.query`, with any other filter), by name then id,
- * and the exact total of the matches. The page's documents are read apart (readDocuments),
- * so how the matches are found can change on its own.
- */
-export async function findSearchMatches (db: Tx, filters: ProductFilters, window: ListWindow): Promise<SearchMatches> {
-  // The trigram match is evaluated once: the matching ids give both the page and the total.
-  const rows = await execute<{ id: string | null, sort_name: string | null, total: number }>(db, sql`
-    with matches as materialized (select p.id, lower(p.name) as sort_name from products p where ${whereClause(filters)}),
-    page_ids as (
-      select id, sort_name from matches
-      where ${window.after === null ? sql`true` : sql`(sort_name, id) > (${window.after[0]}, ${window.after[1]}::uuid)`}
-      order by sort_name, id limit ${window.limit + 1} offset ${window.offset})
-    select counted.total, page_ids.id, page_ids.sort_name
-    from (select count(*)::int as total from matches) as counted
-    left join page_ids on true
-    order by page_ids.sort_name, page_ids.id`)
-  const found = rows.filter((r) => r.id !== null)
-  const shown = found.slice(0, window.limit)
-  const last = shown.at(-1)
-  return {
-    ids: shown.map((r) => r.id!),
-    next: found.length > window.limit && last ? [last.sort_name!, last.id!] : null,
-    total: rows[0]?.total ?? 0
-  }
 }
 
 /** One product as integrators see it, rendered from its rows now (the read model's source). */

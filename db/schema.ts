@@ -33,9 +33,6 @@ export const products = pgTable('products', {
   isAvailable: boolean('is_available').notNull(),
   imageUrl: text('image_url'),
   brandId: uuid('brand_id').references(() => brands.id, { onDelete: 'set null' }),
-  // Lower-cased name, SKUs and barcodes of the product and its combinations, one per line:
-  // what `query` searches, through a trigram index.
-  searchText: text('search_text').notNull(),
   // Whether it can be ordered now: marked available, and with stock (or one of its
   // combinations available). Kept on every import and every stock change, so the filter
   // is an index scan.
@@ -51,7 +48,6 @@ export const products = pgTable('products', {
   // columns under the expression are in it too, so the OFFSET walk of `isAvailable` pages
   // skips index entries instead of fetching every skipped row.
   index('products_available_name_idx').on(t.available, sql`lower(${t.name})`, t.id, t.name),
-  index('products_search_trgm_idx').using('gin', sql`${t.searchText} gin_trgm_ops`),
   index('products_sku_idx').on(t.sku),
   index('products_barcode_idx').on(t.barcode),
   index('products_brand_idx').on(t.brandId),
@@ -83,6 +79,18 @@ export const productListPositions = pgTable('product_list_positions', {
   position: integer('position').notNull(),
   productId: uuid('product_id').notNull()
 }, (t) => [primaryKey({ columns: [t.list, t.position] })])
+
+// What `query` searches, one narrow row a product, written by the import with the product
+// (stock changes never touch it): a search reads and checks only these rows (db/search.ts).
+export const productSearch = pgTable('product_search', {
+  productId: uuid('product_id').primaryKey().references(() => products.id, { onDelete: 'cascade' }),
+  // lower(name): the list's sort key, so a search sorts its matches without the products.
+  sortName: text('sort_name').notNull(),
+  // Lower-cased name, SKUs and barcodes of the product and its combinations, one per line.
+  searchText: text('search_text').notNull()
+}, (t) => [
+  index('product_search_trgm_idx').using('gin', sql`${t.searchText} gin_trgm_ops`)
+])
 
 export const productCategories = pgTable('product_categories', {
   productId: uuid('product_id').notNull().references(() => products.id, { onDelete: 'cascade' }),

@@ -5,9 +5,10 @@
 import type { Database } from '../db/client.ts'
 import { recordEvents } from '../db/events.ts'
 import {
-  countMatchingProducts, findSearchMatches, listGroupings, listProducts, lockProductsToRender, readDocuments, rewriteProductDocuments,
+  countMatchingProducts, listGroupings, listProducts, lockProductsToRender, readDocuments, rewriteProductDocuments,
   touchDiscountBoundaries, type Grouping, type ProductDocument, type ProductFilters
 } from '../db/products.ts'
+import { findSearchMatches } from '../db/search.ts'
 import { entityTag } from '../lib/entity-tag.ts'
 import { PAGE_SIZE, isUuid, type ListWindow, type SortKey } from '../schemas/common.ts'
 import type { CategoryPage, ListProductsQuery } from '../schemas/products.ts'
@@ -60,12 +61,13 @@ function pageBody (items: ProductDocument[], page: number, total: number, cursor
 export async function listProductPage (database: Database, catalogCache: CatalogCache, cursorSecret: string, filters: ProductFilters, window: ListWindow): Promise<CatalogRead> {
   const volatile = isVolatile(filters) ? [VOLATILE] : []
   const page = await catalogCache.cachedRead(`list:${JSON.stringify([filters, window.offset, window.after])}`, async () => {
-    const found: { items: ProductDocument[], next: SortKey | null, total?: number } = filters.query
+    const { query, ...others } = filters
+    const found: { items: ProductDocument[], next: SortKey | null, total?: number } = query
       ? await database.readCatalog(catalogCache.version, async (db) => {
-        const matches = await findSearchMatches(db, filters, window)
+        const matches = await findSearchMatches(db, query, others, window)
         return { ...matches, items: await readDocuments(db, matches.ids) }
       })
-      : await database.readCatalog(catalogCache.version, (db) => listProducts(db, filters, window))
+      : await database.readCatalog(catalogCache.version, (db) => listProducts(db, others, window))
     // Counting every match again for each page is what made deep crawls slow: the total of a
     // filter is kept until the catalogue changes.
     const total = found.total !== undefined

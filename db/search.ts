@@ -1,0 +1,52 @@
+// Product search (`query`): the ids of one page of the products whose name, SKUs or barcodes
+// contain the text, in the list's order, and the exact number of them.
+//
+// It reads `product_search`, one narrow row a product that only imports write: the trigram
+// index finds the candidates, and every candidate row is read once to confirm the substring
+// (PostgreSQL cannot count a bitmap scan without reading the rows, and a substring match is
+// always rechecked). That one pass gives both the total and, sorted by the row's own sort key,
+// the page: the cost is the number of matches, whatever the page.
+import { sql } from 'drizzle-orm'
+import type { ListWindow, SortKey } from '../schemas/common.ts'
+import { containing, execute, type Tx } from './client.ts'
+import { whereClause, type ProductFilters } from './product-filters.ts'
+
+export interface SearchMatches {
+  /** The page's product ids, in the list's order. */
+  ids: string[]
+  /** The sort key to start the next page from; null when no product follows. */
+  next: SortKey | null
+  /** How many products match, over every page. */
+  total: number
+}
+
+interface MatchRow { total: number, id: string | null, sort_name: string | null }
+
+/**
+ * The page `window` of the products matching `query` (a case-insensitive substring of the
+ * name, a SKU or a barcode of the product or of one of its combinations) and every other
+ * filter, by lower(name) then id, with the number of them.
+ */
+export async function findSearchMatches (db: Tx, query: string, filters: Omit<ProductFilters, 'query'>, window: ListWindow): Promise<SearchMatches> {
+  const others = whereClause(filters)
+  // Other filters join the products; without them the products are not read at all.
+  const matches = others === null
+    ? sql`select s.product_id as id, s.sort_name from product_search s where s.search_text like ${containing(query.toLowerCase())}`
+    : sql`select s.product_id as id, s.sort_name from product_search s join products p on p.id = s.product_id
+          where s.search_text like ${containing(query.toLowerCase())} and ${others}`
+  const after = window.after === null ? sql`true` : sql`(sort_name, id) > (${window.after[0]}, ${window.after[1]}::uuid)`
+  const rows = await execute<MatchRow>(db, sql`
+    with matches as materialized (${matches}),
+    page as (select id, sort_name from matches where ${after} order by sort_name, id limit ${window.limit + 1} offset ${window.offset})
+    select (select count(*)::int from matches) as total, page.id, page.sort_name
+    from (select) as one left join page on true
+    order by page.sort_name, page.id`)
+  const found = rows.filter((row): row is MatchRow & { id: string, sort_name: string } => row.id !== null)
+  const shown = found.slice(0, window.limit)
+  const last = shown.at(-1)
+  return {
+    ids: shown.map((row) => row.id),
+    next: found.length > window.limit && last ? [last.sort_name, last.id] : null,
+    total: rows[0]?.total ?? 0
+  }
+}
