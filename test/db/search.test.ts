@@ -5,7 +5,7 @@
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { execute } from '../../db/client.ts'
-import { refreshProductState } from '../../db/products.ts'
+import { countMatchingProducts, refreshProductState } from '../../db/products.ts'
 import { findSearchMatches } from '../../db/search.ts'
 import type { ProductFilters } from '../../db/product-filters.ts'
 import { checkCatalog } from '../../lib/catalog-file.ts'
@@ -115,6 +115,7 @@ async function expectExact (t: Test, when: string) {
         walked.push(...found.ids)
       }
       t.same(walked, expected.map((r) => r.id), `${label}: every page by cursor`)
+      t.equal(await countMatchingProducts(db, { query, ...filters }), expected.length, `${label}: the count alone`)
     }
   }
 }
