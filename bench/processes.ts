@@ -19,8 +19,11 @@ export interface AppServerOptions {
 }
 export type FromAppServer = { type: 'seeded', importMs: number, feed?: SeededFeed } | { type: 'ready', port: number, key: string }
 
-/** What the bare server answers: product JSON by id, a product page, and (when orders are loaded) an orders page. */
-export interface BareServerData { products: Product[], page: ProductPage, ordersPage?: unknown }
+/**
+ * What the bare server answers: product JSON by id, a product page, and (when orders are
+ * loaded) an orders page; with `databaseUrl`, also the pre-rendered JSON kept there (bench/rendered.ts).
+ */
+export interface BareServerData { products: Product[], page: ProductPage, ordersPage?: unknown, databaseUrl?: string }
 export type FromBareServer = { type: 'waiting' } | { type: 'ready', port: number }
 
 export interface Server {

@@ -28,36 +28,53 @@ export interface SellableRow {
   owner_available: boolean | null
 }
 
-/** Loads every product and combination the lines name, in one round trip; keys `p:<id>` and `c:<id>`. */
-export async function loadSellables (tx: Tx, productIds: string[], combinationIds: string[]): Promise<Map<string, SellableRow>> {
-  const list = (ids: string[]) => sql.join(ids.map((id) => sql`${id}::uuid`), sql`, `)
-  const parts = [sql`
+// The order path's statements are written once, at load: their text never changes with the
+// order (the lines go as array or JSON parameters), so postgres.js prepares each once per
+// connection, and behind a transaction pooler (nothing prepared) PostgreSQL still parses
+// short texts and keeps the stock loop's plans in its function (see take_stock).
+
+/** A PostgreSQL array literal of ids the caller has checked are GUIDs (no quoting needed). */
+const uuidArray = (ids: readonly string[]) => `{${ids.join(',')}}`
+
+const SELLABLES = (productIds: string, combinationIds: string) => sql`
     select p.id as product_id, null::uuid as combination_id, p.name, null::json as option_names, p.price::text as price,
       ${discountJson('product_id', 'p.id')} as discount, p.quantity, p.is_available,
       exists (select 1 from combinations c where c.product_id = p.id) as has_combinations, null::uuid as owner_id, null::boolean as owner_available
-    from products p where p.id in (${list(productIds)})`]
-  if (combinationIds.length > 0) {
-    parts.push(sql`
+    from products p where p.id = any(${productIds}::uuid[])
+    union all
     select c.product_id, c.id, p.name,
       (select json_agg(o.name order by co.position) from combination_options co join variant_options o on o.id = co.option_id
             where co.combination_id = c.id),
       c.price::text, coalesce(${discountJson('combination_id', 'c.id')}, ${discountJson('product_id', 'p.id')}),
       c.quantity, c.is_available, false, c.product_id, p.is_available
-    from combinations c join products p on p.id = c.product_id where c.id in (${list(combinationIds)})`)
-  }
-  const rows = await execute<SellableRow>(tx, sql.join(parts, sql` union all `))
+    from combinations c join products p on p.id = c.product_id where c.id = any(${combinationIds}::uuid[])`
+
+/** Loads every product and combination the lines name (GUIDs), in one round trip; keys `p:<id>` and `c:<id>`. */
+export async function loadSellables (tx: Tx, productIds: string[], combinationIds: string[]): Promise<Map<string, SellableRow>> {
+  const rows = await execute<SellableRow>(tx, SELLABLES(uuidArray(productIds), uuidArray(combinationIds)))
   return new Map(rows.map((r) => [r.combination_id ? `c:${r.combination_id}` : `p:${r.product_id}`, r]))
 }
 
 export type StockOwner = 'products' | 'combinations'
 
-/** Takes `quantity` units when at least that many are left; false when not (nothing changes). */
-export async function takeStock (tx: Tx, owner: StockOwner, id: string, quantity: number): Promise<boolean> {
-  const updated = await execute<{ id: string }>(tx, sql`update ${sql.raw(owner)} set quantity = quantity - ${quantity}
-    where id = ${id} and quantity >= ${quantity} returning id`)
-  return updated.length > 0
+/** Tracked stock one order takes from a product or a combination. */
+export interface StockTake { owner: StockOwner, id: string, quantity: number }
+
+/**
+ * Takes each entry's units, in the order given, when at least that many are left: one round
+ * trip, the conditional decrements running in take_stock (a PL/pgSQL function, so its plans
+ * are cached by each server connection, pooler or not). Returns the index of the first
+ * entry that could not be taken, its decrement and those after it not made; the caller
+ * rolls back the ones before. Null when all were taken.
+ */
+export async function takeStock (tx: Tx, takes: readonly StockTake[]): Promise<number | null> {
+  if (takes.length === 0) return null
+  const [row] = await execute<{ failed: number }>(tx, sql`select take_stock(${uuidArray(takes.map((t) => t.id))}::uuid[],
+    ${`{${takes.map((t) => t.quantity).join(',')}}`}::integer[], ${`{${takes.map((t) => t.owner === 'combinations').join(',')}}`}::boolean[]) as failed`)
+  return row!.failed === 0 ? null : row!.failed - 1
 }
 
+/** Units left of a product or combination (0 when it is gone). */
 export async function stockLeft (tx: Tx, owner: StockOwner, id: string): Promise<number> {
   const [row] = await execute<{ quantity: number | null }>(tx, sql`select quantity from ${sql.raw(owner)} where id = ${id}`)
   return row?.quantity ?? 0
@@ -84,36 +101,80 @@ const NUMBERING: Record<OrderMode, { sequence: SQL, prefix: string }> = {
   test: { sequence: sql.raw('nextval(\'test_order_number_seq\')'), prefix: 'T' }
 }
 
+/** The order's values as parameters; the statement's text depends only on the mode. */
+interface OrderParameters {
+  id: string
+  apiKeyId: string
+  mode: OrderMode
+  total: string
+  deliveryFee: string
+  finalTotal: string
+  productsCount: number
+  customerName: string
+  customerPhone: string
+  note: string | null
+  address: string | null
+  at: string
+  /** The items as a JSON array of objects (see the json_to_recordset below). */
+  items: string
+  shard: number
+}
+
+// The order, its items, the key's order count and its `order.created` event in one statement.
+const INSERT_ORDER = (numbering: SQL, prefix: string, o: OrderParameters) => sql`
+    with placed as (
+      insert into orders (id, order_number, api_key_id, mode, status, total, delivery_fee, final_total, products_count,
+        customer_name, customer_phone, note, address, created_at, updated_at)
+      values (${o.id}::uuid, ${numbering}, ${o.apiKeyId}::uuid, ${o.mode}, 'pending', ${o.total}::numeric,
+        ${o.deliveryFee}::numeric, ${o.finalTotal}::numeric, ${o.productsCount}::integer, ${o.customerName},
+        ${o.customerPhone}, ${o.note}, ${o.address}::jsonb, ${o.at}::timestamptz, ${o.at}::timestamptz)
+      returning *
+    ), lines as (
+      insert into order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)
+      select ${o.id}::uuid, i.line, i.product_id, i.combination_id, i.name, i.quantity, i.single_price, i.total_price
+      from json_to_recordset(${o.items}::json) as i(line integer, product_id uuid, combination_id uuid, name text,
+        quantity integer, single_price numeric, total_price numeric)
+    ), counted as (
+      insert into order_counts (api_key_id, shard, count) values (${o.apiKeyId}::uuid, ${o.shard}::integer, 1)
+      on conflict (api_key_id, shard) do update set count = order_counts.count + 1
+    ), event as (
+      ${insertEvents({ type: 'order.created', resourceId: sql`id`, apiKeyId: sql`api_key_id`, data: sql`jsonb_build_object('orderNumber', ${sql.raw(`'${prefix}'`)} || order_number::text, 'status', status)`, from: sql`placed` })}
+    )
+    select id, order_number, api_key_id, mode, status, total::text, delivery_fee::text, final_total::text, products_count,
+      customer_name, customer_phone, note, address, to_json(created_at) as created_at, to_json(updated_at) as updated_at
+    from placed`
+
 /**
  * Inserts the order (its number from its mode's sequence), its items, the key's order count
  * and its `order.created` event, in one statement: one round trip whatever the number of lines.
  */
 export async function insertOrder (tx: Tx, order: NewOrder, now: Date): Promise<OrderSummary> {
-  const id = crypto.randomUUID()
   const numbering = NUMBERING[order.mode]
-  const at = sql`${now.toISOString()}::timestamptz`
-  const items = order.items.map((item, line) => sql`(${id}::uuid, ${line}, ${item.productId}::uuid, ${item.combinationId}::uuid, ${item.name},
-    ${item.quantity}, ${item.singlePrice}::numeric, ${item.totalPrice}::numeric)`)
-  const [row] = await execute<RawOrderRow>(tx, sql`
-    with placed as (
-      insert into orders (id, order_number, api_key_id, mode, status, total, delivery_fee, final_total, products_count,
-        customer_name, customer_phone, note, address, created_at, updated_at)
-      values (${id}::uuid, ${numbering.sequence}, ${order.apiKeyId}::uuid, ${order.mode}, 'pending', ${order.total}::numeric,
-        ${order.deliveryFee}::numeric, ${order.finalTotal}::numeric, ${order.productsCount}, ${order.customerName},
-        ${order.customerPhone}, ${order.note}, ${order.address === null ? null : JSON.stringify(order.address)}::jsonb, ${at}, ${at})
-      returning *
-    ), lines as (
-      insert into order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)
-      values ${sql.join(items, sql`, `)}
-    ), counted as (
-      insert into order_counts (api_key_id, shard, count) values (${order.apiKeyId}::uuid, ${Math.floor(Math.random() * ORDER_COUNT_SHARDS)}, 1)
-      on conflict (api_key_id, shard) do update set count = order_counts.count + 1
-    ), event as (
-      ${insertEvents({ type: 'order.created', resourceId: sql`id`, apiKeyId: sql`api_key_id`, data: sql`jsonb_build_object('orderNumber', ${numbering.prefix} || order_number::text, 'status', status)`, from: sql`placed` })}
-    )
-    select id, order_number, api_key_id, mode, status, total::text, delivery_fee::text, final_total::text, products_count,
-      customer_name, customer_phone, note, address, to_json(created_at) as created_at, to_json(updated_at) as updated_at
-    from placed`)
+  const items = JSON.stringify(order.items.map((item, line) => ({
+    line,
+    product_id: item.productId,
+    combination_id: item.combinationId,
+    name: item.name,
+    quantity: item.quantity,
+    single_price: item.singlePrice,
+    total_price: item.totalPrice
+  })))
+  const [row] = await execute<RawOrderRow>(tx, INSERT_ORDER(numbering.sequence, numbering.prefix, {
+    id: crypto.randomUUID(),
+    apiKeyId: order.apiKeyId,
+    mode: order.mode,
+    total: order.total,
+    deliveryFee: order.deliveryFee,
+    finalTotal: order.finalTotal,
+    productsCount: order.productsCount,
+    customerName: order.customerName,
+    customerPhone: order.customerPhone,
+    note: order.note,
+    address: order.address === null ? null : JSON.stringify(order.address),
+    at: now.toISOString(),
+    items,
+    shard: Math.floor(Math.random() * ORDER_COUNT_SHARDS)
+  }))
   return toSummary(fromRaw(row!))
 }
 
