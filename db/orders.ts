@@ -5,7 +5,7 @@ import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import { toAmount, toCents, type Discount } from '../lib/money.ts'
 import { isUuid, type ListWindow, type SortKey } from '../schemas/common.ts'
 import { ORDER_NUMBER_PATTERN, TEST_ORDER_NUMBER_PATTERN, type DeliveryAddress, type Order, type OrderMode, type OrderStatus, type OrderSummary } from '../schemas/orders.ts'
-import { containing, execute, type Tx } from './client.ts'
+import { containing, execute, runStatement, statement, type Statement, type Tx } from './client.ts'
 import { insertEvents } from './events.ts'
 import { discountJson } from './products.ts'
 import { ORDER_COUNT_SHARDS, idempotencyKeys, orderCounts, orderItems, orders } from './schema.ts'
@@ -28,30 +28,31 @@ export interface SellableRow {
   owner_available: boolean | null
 }
 
-// The order path's statements are written once, at load: their text never changes with the
-// order (the lines go as array or JSON parameters), so postgres.js prepares each once per
-// connection, and behind a transaction pooler (nothing prepared) PostgreSQL still parses
-// short texts and keeps the stock loop's plans in its function (see take_stock).
+// The order path's statements are rendered once, at load: their text never changes with the
+// order (the lines go as array or JSON parameters) and nothing is built per call. Directly
+// on PostgreSQL postgres.js prepares each once per connection; behind a transaction pooler
+// (nothing prepared) PostgreSQL parses these short texts, and the stock loop's plans stay
+// cached in its function (take_stock) for the life of each server connection.
 
 /** A PostgreSQL array literal of ids the caller has checked are GUIDs (no quoting needed). */
 const uuidArray = (ids: readonly string[]) => `{${ids.join(',')}}`
 
-const SELLABLES = (productIds: string, combinationIds: string) => sql`
+const SELLABLES = statement(sql`
     select p.id as product_id, null::uuid as combination_id, p.name, null::json as option_names, p.price::text as price,
       ${discountJson('product_id', 'p.id')} as discount, p.quantity, p.is_available,
       exists (select 1 from combinations c where c.product_id = p.id) as has_combinations, null::uuid as owner_id, null::boolean as owner_available
-    from products p where p.id = any(${productIds}::uuid[])
+    from products p where p.id = any($1::uuid[])
     union all
     select c.product_id, c.id, p.name,
       (select json_agg(o.name order by co.position) from combination_options co join variant_options o on o.id = co.option_id
             where co.combination_id = c.id),
       c.price::text, coalesce(${discountJson('combination_id', 'c.id')}, ${discountJson('product_id', 'p.id')}),
       c.quantity, c.is_available, false, c.product_id, p.is_available
-    from combinations c join products p on p.id = c.product_id where c.id = any(${combinationIds}::uuid[])`
+    from combinations c join products p on p.id = c.product_id where c.id = any($2::uuid[])`)
 
 /** Loads every product and combination the lines name (GUIDs), in one round trip; keys `p:<id>` and `c:<id>`. */
 export async function loadSellables (tx: Tx, productIds: string[], combinationIds: string[]): Promise<Map<string, SellableRow>> {
-  const rows = await execute<SellableRow>(tx, SELLABLES(uuidArray(productIds), uuidArray(combinationIds)))
+  const rows = await runStatement<SellableRow>(tx, SELLABLES, [uuidArray(productIds), uuidArray(combinationIds)])
   return new Map(rows.map((r) => [r.combination_id ? `c:${r.combination_id}` : `p:${r.product_id}`, r]))
 }
 
@@ -59,6 +60,8 @@ export type StockOwner = 'products' | 'combinations'
 
 /** Tracked stock one order takes from a product or a combination. */
 export interface StockTake { owner: StockOwner, id: string, quantity: number }
+
+const TAKE_STOCK = statement(sql`select take_stock($1::uuid[], $2::integer[], $3::boolean[]) as failed`)
 
 /**
  * Takes each entry's units, in the order given, when at least that many are left: one round
@@ -69,8 +72,11 @@ export interface StockTake { owner: StockOwner, id: string, quantity: number }
  */
 export async function takeStock (tx: Tx, takes: readonly StockTake[]): Promise<number | null> {
   if (takes.length === 0) return null
-  const [row] = await execute<{ failed: number }>(tx, sql`select take_stock(${uuidArray(takes.map((t) => t.id))}::uuid[],
-    ${`{${takes.map((t) => t.quantity).join(',')}}`}::integer[], ${`{${takes.map((t) => t.owner === 'combinations').join(',')}}`}::boolean[]) as failed`)
+  const [row] = await runStatement<{ failed: number }>(tx, TAKE_STOCK, [
+    uuidArray(takes.map((t) => t.id)),
+    `{${takes.map((t) => t.quantity).join(',')}}`,
+    `{${takes.map((t) => t.owner === 'combinations').join(',')}}`
+  ])
   return row!.failed === 0 ? null : row!.failed - 1
 }
 
@@ -101,56 +107,38 @@ const NUMBERING: Record<OrderMode, { sequence: SQL, prefix: string }> = {
   test: { sequence: sql.raw('nextval(\'test_order_number_seq\')'), prefix: 'T' }
 }
 
-/** The order's values as parameters; the statement's text depends only on the mode. */
-interface OrderParameters {
-  id: string
-  apiKeyId: string
-  mode: OrderMode
-  total: string
-  deliveryFee: string
-  finalTotal: string
-  productsCount: number
-  customerName: string
-  customerPhone: string
-  note: string | null
-  address: string | null
-  at: string
-  /** The items as a JSON array of objects (see the json_to_recordset below). */
-  items: string
-  shard: number
-}
-
-// The order, its items, the key's order count and its `order.created` event in one statement.
-const INSERT_ORDER = (numbering: SQL, prefix: string, o: OrderParameters) => sql`
+// The order, its items, the key's order count and its `order.created` event in one statement;
+// its text depends only on the mode (which sequence numbers it). Parameters: see insertOrder.
+const insertOrderStatement = (mode: OrderMode) => statement(sql`
     with placed as (
       insert into orders (id, order_number, api_key_id, mode, status, total, delivery_fee, final_total, products_count,
         customer_name, customer_phone, note, address, created_at, updated_at)
-      values (${o.id}::uuid, ${numbering}, ${o.apiKeyId}::uuid, ${o.mode}, 'pending', ${o.total}::numeric,
-        ${o.deliveryFee}::numeric, ${o.finalTotal}::numeric, ${o.productsCount}::integer, ${o.customerName},
-        ${o.customerPhone}, ${o.note}, ${o.address}::jsonb, ${o.at}::timestamptz, ${o.at}::timestamptz)
+      values ($1::uuid, ${NUMBERING[mode].sequence}, $2::uuid, ${sql.raw(`'${mode}'`)}, 'pending', $3::numeric,
+        $4::numeric, $5::numeric, $6::integer, $7::text, $8::text, $9::text, $10::jsonb, $11::timestamptz, $11::timestamptz)
       returning *
     ), lines as (
       insert into order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)
-      select ${o.id}::uuid, i.line, i.product_id, i.combination_id, i.name, i.quantity, i.single_price, i.total_price
-      from json_to_recordset(${o.items}::json) as i(line integer, product_id uuid, combination_id uuid, name text,
+      select $1::uuid, i.line, i.product_id, i.combination_id, i.name, i.quantity, i.single_price, i.total_price
+      from json_to_recordset($12::json) as i(line integer, product_id uuid, combination_id uuid, name text,
         quantity integer, single_price numeric, total_price numeric)
     ), counted as (
-      insert into order_counts (api_key_id, shard, count) values (${o.apiKeyId}::uuid, ${o.shard}::integer, 1)
+      insert into order_counts (api_key_id, shard, count) values ($2::uuid, $13::integer, 1)
       on conflict (api_key_id, shard) do update set count = order_counts.count + 1
     ), event as (
-      ${insertEvents({ type: 'order.created', resourceId: sql`id`, apiKeyId: sql`api_key_id`, data: sql`jsonb_build_object('orderNumber', ${sql.raw(`'${prefix}'`)} || order_number::text, 'status', status)`, from: sql`placed` })}
+      ${insertEvents({ type: 'order.created', resourceId: sql`id`, apiKeyId: sql`api_key_id`, data: sql`jsonb_build_object('orderNumber', ${sql.raw(`'${NUMBERING[mode].prefix}'`)} || order_number::text, 'status', status)`, from: sql`placed` })}
     )
     select id, order_number, api_key_id, mode, status, total::text, delivery_fee::text, final_total::text, products_count,
       customer_name, customer_phone, note, address, to_json(created_at) as created_at, to_json(updated_at) as updated_at
-    from placed`
+    from placed`)
+
+const INSERT_ORDER: Record<OrderMode, Statement> = { live: insertOrderStatement('live'), test: insertOrderStatement('test') }
 
 /**
  * Inserts the order (its number from its mode's sequence), its items, the key's order count
  * and its `order.created` event, in one statement: one round trip whatever the number of lines.
  */
 export async function insertOrder (tx: Tx, order: NewOrder, now: Date): Promise<OrderSummary> {
-  const numbering = NUMBERING[order.mode]
-  const items = JSON.stringify(order.items.map((item, line) => ({
+  const items = order.items.map((item, line) => ({
     line,
     product_id: item.productId,
     combination_id: item.combinationId,
@@ -158,23 +146,12 @@ export async function insertOrder (tx: Tx, order: NewOrder, now: Date): Promise<
     quantity: item.quantity,
     single_price: item.singlePrice,
     total_price: item.totalPrice
-  })))
-  const [row] = await execute<RawOrderRow>(tx, INSERT_ORDER(numbering.sequence, numbering.prefix, {
-    id: crypto.randomUUID(),
-    apiKeyId: order.apiKeyId,
-    mode: order.mode,
-    total: order.total,
-    deliveryFee: order.deliveryFee,
-    finalTotal: order.finalTotal,
-    productsCount: order.productsCount,
-    customerName: order.customerName,
-    customerPhone: order.customerPhone,
-    note: order.note,
-    address: order.address === null ? null : JSON.stringify(order.address),
-    at: now.toISOString(),
-    items,
-    shard: Math.floor(Math.random() * ORDER_COUNT_SHARDS)
   }))
+  const [row] = await runStatement<RawOrderRow>(tx, INSERT_ORDER[order.mode], [
+    crypto.randomUUID(), order.apiKeyId, order.total, order.deliveryFee, order.finalTotal, order.productsCount,
+    order.customerName, order.customerPhone, order.note, order.address === null ? null : JSON.stringify(order.address),
+    now.toISOString(), JSON.stringify(items), Math.floor(Math.random() * ORDER_COUNT_SHARDS)
+  ])
   return toSummary(fromRaw(row!))
 }
 
