@@ -20,7 +20,7 @@ export function heapLimitMb (env = process.env) {
   const raw = env.HEAP_LIMIT_MB
   if (raw === undefined || raw.trim() === '') return DEFAULT_HEAP_LIMIT_MB
   const mb = Number(raw)
-  if (!Number.isInteger(mb) || (mb !== 0 && mb < 64)) throw new Error(`HEAP_LIMIT_MB must be 0 (no cap) or a whole number of MB from 64, got "${raw}"`)
+  if (!Number.isInteger(mb) || mb < 0) throw new Error(`HEAP_LIMIT_MB must be a whole number of MB (0: no cap), got "${raw}"`)
   return mb
 }
 

@@ -8,7 +8,7 @@ import { ORDER_NUMBER_PATTERN, TEST_ORDER_NUMBER_PATTERN, type DeliveryAddress, 
 import { containing, execute, runStatement, statement, type Statement, type Tx } from './client.ts'
 import { insertEvents } from './events.ts'
 import { discountJson } from './products.ts'
-import { ORDER_COUNT_SHARDS, idempotencyKeys, orderCounts, orderItems, orders } from './schema.ts'
+import { ORDER_COUNT_SHARDS, idempotencyKeys, orderCounts, orders } from './schema.ts'
 
 /** A product or one of its combinations, as an order line sees it. */
 export interface SellableRow {
@@ -337,16 +337,33 @@ function orderMatch (orderNumberOrId: string): SQL | null {
   return number === null ? null : and(eq(orders.orderNumber, Number(number.digits)), eq(orders.mode, number.mode))!
 }
 
+// An order with its items in one round trip, by id or by its mode and number, for one key.
+const ORDER_COLUMNS = sql.raw(`o.id, o.order_number, o.api_key_id, o.mode, o.status, o.total::text, o.delivery_fee::text, o.final_total::text,
+      o.products_count, o.customer_name, o.customer_phone, o.note, o.address, to_json(o.created_at) as created_at, to_json(o.updated_at) as updated_at`)
+const ORDER_ITEMS = sql.raw(`coalesce((select json_agg(json_build_object('productId', i.product_id, 'combinationId', i.combination_id, 'name', i.name,
+        'quantity', i.quantity, 'singlePrice', i.single_price::text, 'totalPrice', i.total_price::text) order by i.line)
+      from order_items i where i.order_id = o.id), '[]'::json) as items`)
+const ORDER_BY_ID = statement(sql`select ${ORDER_COLUMNS}, ${ORDER_ITEMS} from orders o where o.id = $1::uuid and o.api_key_id = $2::uuid`)
+const ORDER_BY_NUMBER = statement(sql`select ${ORDER_COLUMNS}, ${ORDER_ITEMS} from orders o
+    where o.order_number = $1::bigint and o.mode = $2::text and o.api_key_id = $3::uuid`)
+
+interface StoredItem { productId: string, combinationId: string | null, name: string, quantity: number, singlePrice: string, totalPrice: string }
+
 /** The order with its items, only when the calling key created it. */
 export async function findOrderForKey (db: Tx, apiKeyId: string, orderNumberOrId: string): Promise<Order | null> {
-  const match = orderMatch(orderNumberOrId)
-  if (match === null) return null
-  const [row] = await db.select().from(orders).where(and(match, eq(orders.apiKeyId, apiKeyId)))
+  let rows: Array<RawOrderRow & { items: StoredItem[] }>
+  if (isUuid(orderNumberOrId)) {
+    rows = await runStatement(db, ORDER_BY_ID, [orderNumberOrId.toLowerCase(), apiKeyId])
+  } else {
+    const number = readOrderNumber(orderNumberOrId)
+    if (number === null) return null
+    rows = await runStatement(db, ORDER_BY_NUMBER, [number.digits, number.mode, apiKeyId])
+  }
+  const [row] = rows
   if (!row) return null
-  const items = await db.select().from(orderItems).where(eq(orderItems.orderId, row.id)).orderBy(orderItems.line)
   return {
-    ...toSummary(row),
-    items: items.map((item) => ({
+    ...toSummary(fromRaw(row)),
+    items: row.items.map((item) => ({
       productId: item.productId,
       combinationId: item.combinationId,
       name: item.name,
