@@ -7,7 +7,7 @@ export const RENDERED_PRODUCTS = 'bench_rendered_products'
 export const RENDERED_PAGES = 'bench_rendered_pages'
 
 /** Requests in flight while filling: enough to keep the app busy, few enough to leave it room. */
-const PARALLEL = 8
+const PARALLEL = 32
 const ROWS_PER_INSERT = 500
 
 export async function fillRendered (sql: postgres.Sql, input: { baseUrl: string, key: string, productIds: readonly string[], pages: number }): Promise<{ products: number, pages: number, ms: number }> {

@@ -69,7 +69,7 @@ import {
   OTHER_KEYS, bulkInsertOrders, chooseOrderLines, countOrderMatches, createLineTable, feedPhase, orderBodies, orderReadTerms, pgbenchMinimalScript, pgbenchScript, raiseStock, runPgbench, runPgbenchPair, runRawNode, runRawNodePair,
   type BulkOrders, type LineTable
 } from './orders.ts'
-import { backendCpu, backendCpuByPhase, cpuTimeOf, memoryOf, startAppServer, startBareServer, type Runtime, type Server } from './processes.ts'
+import { backendCpu, backendCpuByPhase, cpuTimeOf, memoryOf, serveNodeFlags, startAppServer, startBareServer, type Runtime, type Server } from './processes.ts'
 import {
   SCENARIOS, catalogueScenarios, crawlScenario, feedScenarios, orderCreateScenarios, orderReadScenarios, selectScenarios, type ListFilter, type Scenario, type ScenarioGroup
 } from './scenarios.ts'
@@ -219,6 +219,8 @@ interface RunFigures {
   loadAverage: { before: number[], after: number[] }
 }
 
+/** The V8 flags the app server runs with: those `storefront serve` gives itself (bin/heap.js), on PostgreSQL. */
+const appFlags = serveNodeFlags(Boolean(process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL))
 const log = (line = '') => process.stdout.write(`${line}\n`)
 const num = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 /** A latency: whole milliseconds, one decimal below 10 ms when there is one. */
@@ -497,7 +499,7 @@ function printTable (title: string, scenarios: Scenario[], results: Record<strin
     }).join(', ')} (p50 / p99)`)
   }
   const rss = aimOf('server')!
-  log(`server peak RSS: ${num(peakRssMb, 1)} MB (${rss.aim}: ${rss.met ? 'met' : 'MISSED'})${barePeakRssMb === undefined ? '' : `; bare server ${num(barePeakRssMb, 1)} MB`}`)
+  log(`server peak RSS: ${num(peakRssMb, 1)} MB (${rss.aim}: ${rss.met ? 'met' : 'MISSED'}; the app started with ${appFlags.join(' ') || 'no V8 flags'})${barePeakRssMb === undefined ? '' : `; bare server ${num(barePeakRssMb, 1)} MB`}`)
   const byScenario = scenarios.filter((s) => results[s.name]?.appRssMb !== undefined)
   if (byScenario.length) log(`the app's largest RSS during each scenario (MB): ${byScenario.map((s) => `${s.name} ${num(results[s.name]!.appRssMb!)}`).join(', ')}`)
 }
