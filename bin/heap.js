@@ -27,8 +27,12 @@ export function heapLimitMb (env = process.env) {
 /** The V8 flags that bound the heap to `mb` (none for 0). */
 export const heapFlags = (mb) => (mb === 0 ? [] : [`--max-old-space-size=${mb}`])
 
-/** Whether this process needs starting again to be bounded: no cap of its own (flag or NODE_OPTIONS) and a heap larger than the bound. */
-export function needsBound (mb, limitBytes = getHeapStatistics().heap_size_limit) {
+/**
+ * Whether this process needs starting again to be bounded: no cap of its own (a flag in its
+ * command or NODE_OPTIONS, which is respected as given) and a heap larger than the bound.
+ */
+export function needsBound (mb, limitBytes = getHeapStatistics().heap_size_limit, flags = [...process.execArgv, process.env.NODE_OPTIONS ?? '']) {
+  if (flags.some((flag) => /--max[-_]old[-_]space[-_]size/.test(flag))) return false
   return mb !== 0 && limitBytes / 2 ** 20 > mb + YOUNG_GENERATION_MB
 }
 

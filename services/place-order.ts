@@ -65,6 +65,8 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
       const request = readOrderRequest(input.body, input.settings)
       const priced = priceLines(request, await loadSellables(tx, ...namedIds(request.lines)), now)
       // A test order takes none of what a live one would, so no product changes either.
+      // (Units an order already holds elsewhere, e.g. reserved, come off these entries here,
+      // keeping their id order; refreshProductState below must still see every product touched.)
       const taken = input.mode === 'live' ? priced.stock : []
       // Where stock leaves the shelf: every decrement of this order in one round trip.
       const failed = await takeStock(tx, taken)

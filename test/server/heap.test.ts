@@ -25,9 +25,11 @@ t.test('HEAP_LIMIT_MB: read as config.ts reads it, and when a process needs the 
   t.throws(() => heapLimitMb({ HEAP_LIMIT_MB: '-1' }), /HEAP_LIMIT_MB/)
   t.same(heapFlags(128), ['--max-old-space-size=128'])
   t.same(heapFlags(0), [], '0: V8 sizes the heap itself')
-  t.ok(needsBound(128, 4096 * MB), 'V8\'s own sizing on a large machine is not bounded')
-  t.notOk(needsBound(128, 176 * MB), 'capped at 128 (plus the young generation): bounded already')
+  t.ok(needsBound(128, 4096 * MB, []), 'V8\'s own sizing on a large machine is not bounded')
+  t.notOk(needsBound(128, 176 * MB, []), 'capped at 128 (plus the young generation): bounded already')
   t.notOk(needsBound(0, 4096 * MB), 'no bound wanted')
+  t.notOk(needsBound(128, 560 * MB, ['--max-old-space-size=512']), 'a cap given on the command line is respected')
+  t.notOk(needsBound(128, 560 * MB, ['--enable-source-maps --max_old_space_size=512']), 'and one in NODE_OPTIONS')
 })
 
 /** The processes `pid` started. */
