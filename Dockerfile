@@ -25,6 +25,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Configuration comes only from the environment (see the README). Operator commands:
 # docker exec … node bin/storefront.js keys list
-# The heap's old space is capped as by `npm start`: V8 then collects before it grows, and the
-# process stays under 200 MB; the catalogue read cache (CATALOG_CACHE_MB) fits well within it.
-CMD ["node", "--max-old-space-size=128", "bin/storefront.js", "serve"]
+# `serve` caps its own heap (HEAP_LIMIT_MB, bin/heap.js): no flag is needed here.
+CMD ["node", "bin/storefront.js", "serve"]

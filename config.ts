@@ -69,6 +69,7 @@ export const ConfigSchema = Type.Object({
   }),
   KEY_CACHE_TTL_MS: Type.Integer({ default: 2000, minimum: 0, description: 'How long an API key is trusted before it is looked up again; bounds the revocation delay' }),
   KEY_LAST_USED_FLUSH_MS: Type.Integer({ default: 5000, minimum: 100, description: 'How often keys\' last use is written' }),
+  HEAP_LIMIT_MB: Type.Integer({ default: 128, minimum: 0, description: 'The server\'s heap (V8 old space) cap, MB, which `storefront serve` applies itself however it is started; 0: V8\'s own sizing' }),
   CATALOG_CACHE_MB: Type.Number({ default: 16, minimum: 0, description: 'Catalogue reads (products, pages) cached per instance, in megabytes of their JSON (the heap holds them in about twice to three times that)' }),
   CATALOG_CACHE_MAX_MS: Type.Integer({ default: 60000, minimum: 0, description: 'Longest a cached catalogue read lives when no change is signalled' }),
 

@@ -221,6 +221,38 @@ export function pgbenchScript (table: LineTable, apiKeyId: string, options: { fe
   ].join('\n')
 }
 
+/**
+ * The least an order's transaction must do, as a pgbench script (order-create-min): two
+ * conditional stock decrements of two distinct tracked products (in line-number order),
+ * the order row with nextval('order_number_seq'), and its two item rows in one INSERT.
+ * No state refresh, no count, no events, no idempotency: the floor the app's orders are
+ * compared with, beside order-create-raw (the app's whole transaction in raw SQL).
+ */
+export function pgbenchMinimalScript (table: LineTable, apiKeyId: string): string {
+  if (table.trackedProducts < 2) throw new Error('order-create-min needs two tracked products in the line pool')
+  const line = (v: string) => `(SELECT product_id FROM bench_order_lines WHERE i = :${v})`
+  const both = '(VALUES (0, :x::int, :qx::int), (1, :y::int, :qy::int)) AS l(line, i, q) JOIN bench_order_lines b ON b.i = l.i'
+  return [
+    `\\set a random(1, ${table.trackedProducts - 1})`,
+    `\\set y random(:a + 1, ${table.trackedProducts})`,
+    '\\set x :a',
+    '\\set qx random(1, 2)',
+    '\\set qy random(1, 2)',
+    '\\set customer random(1, 1000000)',
+    'BEGIN;',
+    `UPDATE products SET quantity = quantity - :qx WHERE id = ${line('x')} AND quantity >= :qx;`,
+    `UPDATE products SET quantity = quantity - :qy WHERE id = ${line('y')} AND quantity >= :qy;`,
+    `INSERT INTO orders (${ORDER_COLUMNS})`,
+    `  SELECT gen_random_uuid(), nextval('order_number_seq'), '${apiKeyId}', 'pending', s.total, 0, s.total, s.count, 'Bench Customer ' || :customer, '${ORDER_PHONE}', NULL, NULL, now(), now()`,
+    `  FROM (SELECT sum(b.price * l.q) AS total, sum(l.q)::int AS count FROM ${both}) s`,
+    '  RETURNING id AS order_id \\gset',
+    'INSERT INTO order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)',
+    `  SELECT :order_id::uuid, l.line, b.product_id, NULL, b.name, l.q, b.price, b.price * l.q FROM ${both};`,
+    'COMMIT;',
+    ''
+  ].join('\n')
+}
+
 export function percentile (sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!

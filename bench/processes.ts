@@ -4,6 +4,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { heapFlags, heapLimitMb } from '../bin/heap.js'
 import type { Product, ProductPage } from '../schemas/products.ts'
 import type { CatalogOptions } from './catalog.ts'
 import type { SeededFeed } from './feed.ts'
@@ -19,8 +20,11 @@ export interface AppServerOptions {
 }
 export type FromAppServer = { type: 'seeded', importMs: number, feed?: SeededFeed } | { type: 'ready', port: number, key: string }
 
-/** What the bare server answers: product JSON by id, a product page, and (when orders are loaded) an orders page. */
-export interface BareServerData { products: Product[], page: ProductPage, ordersPage?: unknown }
+/**
+ * What the bare server answers: product JSON by id, a product page, and (when orders are
+ * loaded) an orders page; with `databaseUrl`, also the pre-rendered JSON kept there (bench/rendered.ts).
+ */
+export interface BareServerData { products: Product[], page: ProductPage, ordersPage?: unknown, databaseUrl?: string }
 export type FromBareServer = { type: 'waiting' } | { type: 'ready', port: number }
 
 export interface Server {
@@ -38,15 +42,14 @@ export interface Runtime {
 }
 
 /**
- * The V8 flags `npm start` serves with (the image's command has the same), for an app server
- * on PostgreSQL; with PGlite the database and its fill live in the process, so none.
- * BENCH_APP_NODE_ARGS (space-separated) replaces them, to try others.
+ * The V8 flags `storefront serve` gives itself however it is started (bin/heap.js: the heap
+ * cap of HEAP_LIMIT_MB), for an app server on PostgreSQL; with PGlite the database and its
+ * fill live in the process, so none. BENCH_APP_NODE_ARGS (space-separated) replaces them, to try others.
  */
 export function serveNodeFlags (onPostgres: boolean): string[] {
   if (process.env.BENCH_APP_NODE_ARGS !== undefined) return process.env.BENCH_APP_NODE_ARGS.split(' ').filter(Boolean)
   if (!onPostgres) return []
-  const start = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start
-  return start.split(' ').filter((word) => word.startsWith('--'))
+  return heapFlags(heapLimitMb(process.env))
 }
 
 function start (runtime: Runtime, name: string, args: string[], nodeFlags: string[] = []): ChildProcess {

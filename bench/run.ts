@@ -66,15 +66,16 @@ import { compileForBench } from './build.ts'
 import { countMatches, generateCatalog, namePieces, orderable, randomGenerator, type BenchCatalog } from './catalog.ts'
 import { runLoad, type LoadResult } from './load.ts'
 import {
-  OTHER_KEYS, bulkInsertOrders, chooseOrderLines, countOrderMatches, createLineTable, feedPhase, orderBodies, orderReadTerms, pgbenchScript, raiseStock, runPgbench, runPgbenchPair, runRawNode, runRawNodePair,
+  OTHER_KEYS, bulkInsertOrders, chooseOrderLines, countOrderMatches, createLineTable, feedPhase, orderBodies, orderReadTerms, pgbenchMinimalScript, pgbenchScript, raiseStock, runPgbench, runPgbenchPair, runRawNode, runRawNodePair,
   type BulkOrders, type LineTable
 } from './orders.ts'
-import { backendCpu, backendCpuByPhase, cpuTimeOf, memoryOf, startAppServer, startBareServer, type Runtime, type Server } from './processes.ts'
+import { backendCpu, backendCpuByPhase, cpuTimeOf, memoryOf, serveNodeFlags, startAppServer, startBareServer, type Runtime, type Server } from './processes.ts'
 import {
   SCENARIOS, catalogueScenarios, crawlScenario, feedScenarios, orderCreateScenarios, orderReadScenarios, selectScenarios, type ListFilter, type Scenario, type ScenarioGroup
 } from './scenarios.ts'
 import { seedFeed, type SeededFeed } from './feed.ts'
 import { seedStore } from './seed.ts'
+import { fillRendered } from './rendered.ts'
 import { setUpWebhooks } from './webhooks.ts'
 import { CRAWL_ENDS, crawlByCursor, readFeedFromStart } from './sequential.ts'
 
@@ -138,6 +139,10 @@ const AIMS = {
   crawlSeconds: 30,
   /** …and its last pages no slower than this many times its first (medians of CRAWL_ENDS pages). */
   crawlLastToFirst: 2,
+  /** order-create ÷ order-create-min (the least an order must do, pgbench). */
+  minimalOrderRatio: 0.5,
+  /** product ÷ db-product, list ÷ db-list (pre-rendered JSON read from PostgreSQL by a bare server). */
+  databaseCeilingRatio: 0.8,
   /** order-create-raw ÷ order-create-raw-nofeed: the events cost at most 10% of order throughput. */
   eventCostRatio: 0.9,
   /** order-create-webhooks ÷ order-create: 3 subscribed endpoints cost at most 10% of order throughput… */
@@ -196,6 +201,8 @@ interface Figures {
   /** ok/s ÷ the ceiling's ok/s, and p99 ÷ the ceiling's p99, in the same run. */
   ratio?: number
   p99Ratio?: number
+  /** ok/s ÷ each further ceiling's ok/s (Scenario.ceilings), in the same run. */
+  ratios?: Record<string, number>
   /** Share of requests the app answered from its read cache. */
   cacheHitRatio?: number
   oneConnection?: { okPerSecond: number, p50: number, p99: number }
@@ -212,6 +219,8 @@ interface RunFigures {
   loadAverage: { before: number[], after: number[] }
 }
 
+/** The V8 flags the app server runs with: those `storefront serve` gives itself (bin/heap.js), on PostgreSQL. */
+const appFlags = serveNodeFlags(Boolean(process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL))
 const log = (line = '') => process.stdout.write(`${line}\n`)
 const num = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 /** A latency: whole milliseconds, one decimal below 10 ms when there is one. */
@@ -338,6 +347,8 @@ function medianFigures (runs: RunFigures[]): { results: Record<string, Figures>,
     for (const [key, value] of Object.entries(optional)) if (value !== undefined) (figures as unknown as Record<string, number>)[key] = value
     const one = { okPerSecond: of((f) => f.oneConnection?.okPerSecond), p50: of((f) => f.oneConnection?.p50), p99: of((f) => f.oneConnection?.p99) }
     if (one.okPerSecond !== undefined) figures.oneConnection = { okPerSecond: one.okPerSecond, p50: one.p50!, p99: one.p99! }
+    const ratioKeys = [...new Set(all.flatMap((f) => Object.keys(f.ratios ?? {})))]
+    if (ratioKeys.length) figures.ratios = Object.fromEntries(ratioKeys.map((k) => [k, of((f) => f.ratios?.[k])!]))
     const extraKeys = [...new Set(all.flatMap((f) => Object.keys(f.extra ?? {})))]
     if (extraKeys.length) figures.extra = Object.fromEntries(extraKeys.map((k) => [k, of((f) => f.extra?.[k])!]))
     results[name] = figures
@@ -370,6 +381,13 @@ function judgeAims (results: Record<string, Figures>, peakRssMb: number): AimRes
     if (f) aims.push({ scenario, aim: `p99 < ${AIMS.p99Ms} ms at ${AIMS.connections} connections`, value: `${num(f.p99)} ms`, met: f.p99 < AIMS.p99Ms })
   }
   ratioAim('order-create', 'order-create-raw (pgbench)')
+  const toCeiling = (scenario: string, ceiling: string, aim: number) => {
+    const ratio = results[scenario]?.ratios?.[ceiling]
+    if (ratio !== undefined) aims.push({ scenario, aim: `≥ ${aim} of ${ceiling}`, value: ratio.toFixed(2), met: ratio >= aim })
+  }
+  toCeiling('order-create', 'order-create-min', AIMS.minimalOrderRatio)
+  toCeiling('product', 'db-product', AIMS.databaseCeilingRatio)
+  toCeiling('list', 'db-list', AIMS.databaseCeilingRatio)
   const raw = results['order-create-raw']
   if (raw?.ratio !== undefined) {
     aims.push({
@@ -460,7 +478,11 @@ function printTable (title: string, scenarios: Scenario[], results: Record<strin
     if (!f) continue
     const all = f.appCpuMs === undefined && f.dbCpuMs === undefined ? undefined : (f.appCpuMs ?? 0) + (f.dbCpuMs ?? 0)
     const cpu = `${cell(f.appCpuMs, 2).padStart(6)} + ${cell(f.dbCpuMs, 2).padStart(6)} = ${cell(all, 2).padStart(6)}`
-    const ratio = f.ratio === undefined ? '' : `${f.ratio.toFixed(2)} of ${s.baseline}${f.p99Ratio === undefined || s.name !== 'list' ? '' : ` (p99 ${f.p99Ratio.toFixed(1)}×)`}`
+    const further = Object.entries(f.ratios ?? {}).map(([ceiling, r]) => `${r.toFixed(2)} of ${ceiling}`)
+    const ratio = [
+      ...(f.ratio === undefined ? [] : [`${f.ratio.toFixed(2)} of ${s.baseline}${f.p99Ratio === undefined || s.name !== 'list' ? '' : ` (p99 ${f.p99Ratio.toFixed(1)}×)`}`]),
+      ...further
+    ].join(', ')
     const notes = [
       aimsOf(s.name),
       extraNotes(s.name, f),
@@ -477,7 +499,7 @@ function printTable (title: string, scenarios: Scenario[], results: Record<strin
     }).join(', ')} (p50 / p99)`)
   }
   const rss = aimOf('server')!
-  log(`server peak RSS: ${num(peakRssMb, 1)} MB (${rss.aim}: ${rss.met ? 'met' : 'MISSED'})${barePeakRssMb === undefined ? '' : `; bare server ${num(barePeakRssMb, 1)} MB`}`)
+  log(`server peak RSS: ${num(peakRssMb, 1)} MB (${rss.aim}: ${rss.met ? 'met' : 'MISSED'}; the app started with ${appFlags.join(' ') || 'no V8 flags'})${barePeakRssMb === undefined ? '' : `; bare server ${num(barePeakRssMb, 1)} MB`}`)
   const byScenario = scenarios.filter((s) => results[s.name]?.appRssMb !== undefined)
   if (byScenario.length) log(`the app's largest RSS during each scenario (MB): ${byScenario.map((s) => `${s.name} ${num(results[s.name]!.appRssMb!)}`).join(', ')}`)
 }
@@ -510,7 +532,7 @@ async function main () {
     for (const s of SCENARIOS) if (s.group === 'order-reads') selected.delete(s.name)
     log('order reads: --orders 0, skipped')
   }
-  if (!pg) selected.delete('order-create-raw-nofeed')
+  if (!pg) for (const name of ['order-create-raw-nofeed', 'order-create-min', 'db-product', 'db-list']) selected.delete(name)
   if (wants('feed') && settings.events === 0) {
     for (const s of SCENARIOS) if (s.group === 'feed') selected.delete(s.name)
     log('feed: --events 0, skipped')
@@ -605,6 +627,8 @@ async function main () {
   const terms = bulk ? orderReadTerms(bulk, settings.seed) : undefined
   const orderBody = orderBodies(orderLines, settings.seed)
 
+  // The database ceilings need the bench's PostgreSQL and its monitor connection to fill their table.
+  const databaseCeilings = pg !== null && (selected.has('db-product') || selected.has('db-list'))
   const runs: RunFigures[] = []
   let scenarios: Scenario[] = []
   for (let run = 1; run <= settings.runs; run++) {
@@ -638,7 +662,12 @@ async function main () {
       const firstPage = await getJson<ProductPage>(app.server, '/external/v1/products', app.key)
       const ordersPage = bulk ? await getJson<OrderPage>(app.server, '/external/v1/orders', app.key) : undefined
       if (run === 1) await checkAgainstApp({ app, bench, filters, firstPage, ordersPage, bulk, terms, benchKeyId, monitor })
-      bare = await startBareServer(runtime, { products: bareProducts, page: firstPage, ...(ordersPage ? { ordersPage } : {}) })
+      if (run === 1 && databaseCeilings && monitor) {
+        // The app's own answers, byte for byte, as the database ceilings serve them.
+        const filled = await fillRendered(monitor, { baseUrl: app.server.baseUrl, key: app.key, productIds: bench.productIds, pages: Math.max(1, Math.ceil(settings.products / PAGE_SIZE)) })
+        log(`  db ceilings: ${num(filled.products)} products' and ${num(filled.pages)} pages' JSON from the app into PostgreSQL in ${seconds(filled.ms)}`)
+      }
+      bare = await startBareServer(runtime, { products: bareProducts, page: firstPage, ...(ordersPage ? { ordersPage } : {}), ...(databaseCeilings ? { databaseUrl: pg!.url } : {}) })
       cleanups.push(bare.stop)
     }
 
@@ -649,7 +678,8 @@ async function main () {
       products: settings.products,
       filters,
       searchTerm: namePieces(names, settings.seed + run),
-      searchExamples: Array.from({ length: 4 }, namePieces(names, settings.seed))
+      searchExamples: Array.from({ length: 4 }, namePieces(names, settings.seed)),
+      ...(databaseCeilings ? { database: { label: 'one row a product, one a page' } } : {})
     })
     catalogue.push(crawlScenario(settings.products, () => crawlByCursor({ baseUrl: app.server.baseUrl, headers: appHeaders, expected: bench.productIds.length })))
     const feedReads: Scenario[] = []
@@ -683,6 +713,11 @@ async function main () {
       if (res.status !== 201) throw new Error(`POST /external/v1/orders answered ${res.status}: ${await res.text()}`)
       await res.arrayBuffer()
       let raw: { tool: string, run: (durationSeconds: number, feed: boolean) => Promise<LoadResult>, runPair: (durationSeconds: number) => Promise<[LoadResult, LoadResult]> } | undefined
+      let minimal: ((durationSeconds: number) => Promise<LoadResult>) | undefined
+      if (pg && lineTable && selected.has('order-create-min') && lineTable.trackedProducts >= 2 && (args.raw !== 'node' && await hasPgbench())) {
+        const script = pgbenchMinimalScript(lineTable, benchKeyId)
+        minimal = (durationSeconds) => runPgbench({ url: pg.url, script, connections: settings.connections, durationSeconds })
+      }
       if (pg && lineTable && selected.has('order-create-raw')) {
         const table = lineTable
         const usePgbench = args.raw === 'pgbench' || (args.raw === 'auto' && await hasPgbench())
@@ -716,7 +751,7 @@ async function main () {
             })
           }
         : undefined
-      orderCreate = orderCreateScenarios({ body: orderBody, lines: orderLines.length, trackedLines: orderLines.filter((l) => l.tracked).length, ...(raw ? { raw } : {}), ...(webhooks ? { webhooks } : {}) })
+      orderCreate = orderCreateScenarios({ body: orderBody, lines: orderLines.length, trackedLines: orderLines.filter((l) => l.tracked).length, ...(raw ? { raw } : {}), ...(minimal ? { minimal } : {}), ...(webhooks ? { webhooks } : {}) })
     }
     scenarios = [...catalogue, ...orderReads, ...feedReads, ...orderCreate].filter((s) => selected.has(s.name))
     if (run === 1) for (const s of scenarios) log(`  ${s.name.padEnd(NAME_WIDTH)} ${s.description}`)
@@ -880,6 +915,10 @@ async function runScenarios (input: {
       figures.ratio = figures.okPerSecond / ceiling.okPerSecond
       figures.p99Ratio = figures.p99 / ceiling.p99
     }
+    for (const name of scenario.ceilings ?? []) {
+      const other = results[name]
+      if (other) figures.ratios = { ...figures.ratios, [name]: figures.okPerSecond / other.okPerSecond }
+    }
     // What the change-log write costs: the app's orders against the transaction without it,
     // and the database CPU the INSERT (and its publication) adds per order.
     const noFeed = results['order-create-raw-nofeed']
@@ -929,7 +968,7 @@ async function runScenarios (input: {
       done.add(partner.name)
       continue
     }
-    const server = scenario.server === 'app' ? app : scenario.server === 'bare' ? bare : undefined
+    const server = scenario.server === 'app' ? app : scenario.server === 'bare' || scenario.server === 'db' ? bare : undefined
     const headers: Record<string, string> = scenario.server === 'app' ? { 'x-api-key': key } : {}
     const load = async (durationSeconds: number, connections = settings.connections): Promise<LoadResult> => {
       if (scenario.run) return await scenario.run(durationSeconds)

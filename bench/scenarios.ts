@@ -13,8 +13,11 @@ export type ScenarioGroup = 'catalogue' | 'order-reads' | 'feed' | 'order-create
 export interface Scenario {
   name: string
   group: ScenarioGroup
-  /** raw: no HTTP server, the scenario's own `run` drives the database. */
-  server: 'app' | 'bare' | 'raw'
+  /**
+   * raw: no HTTP server, the scenario's own `run` drives the database. bare: the bare server's
+   * in-memory routes; db: its routes that read pre-rendered JSON from PostgreSQL.
+   */
+  server: 'app' | 'bare' | 'db' | 'raw'
   /** A fixed piece of work done by `run` (whatever the duration), once, without warm-up. */
   fixed?: boolean
   /**
@@ -27,6 +30,8 @@ export interface Scenario {
   description: string
   /** The scenario whose rate this one's is divided by (run whenever this one is). */
   baseline?: string
+  /** Further ceilings this one's rate is also divided by (run whenever this one is, when they exist). */
+  ceilings?: string[]
   /** After the run, a short one from a single connection: the latency without queueing. */
   oneConnection?: boolean
   /** Count the app's read-cache hits during the run (from PostgreSQL's statistics: see run.ts). */
@@ -65,6 +70,8 @@ export interface CatalogueFixture {
   filters: { category: ListFilter[], brand: ListFilter[], available: ListFilter[] }
   /** The next search term (see catalog.ts namePieces). */
   searchTerm: () => string
+  /** The database ceilings (db-product, db-list), when the bare server has pre-rendered JSON in PostgreSQL. */
+  database?: { label: string }
   /** An example term, for the description. */
   searchExamples: string[]
 }
@@ -87,7 +94,25 @@ export function catalogueScenarios (fixture: CatalogueFixture): Scenario[] {
     const [min, max] = [Math.min(...list.map((f) => f.total)), Math.max(...list.map((f) => f.total))]
     return min === max ? thousands(min) : `${thousands(min)}–${thousands(max)}`
   }
+  const byId = fixture.database ? ['db-product'] : []
+  const byPage = fixture.database ? ['db-list'] : []
+  const databaseCeilings: Scenario[] = fixture.database
+    ? [{
+        name: 'db-product',
+        group: 'catalogue',
+        server: 'db',
+        description: `ceiling: GET /db/products/{id}, a random id of all ${thousands(fixture.productIds.length)}: the app's product JSON kept in PostgreSQL (${fixture.database.label}), sent as it is`,
+        next: () => ({ path: `/db/products/${product()}` })
+      }, {
+        name: 'db-list',
+        group: 'catalogue',
+        server: 'db',
+        description: `ceiling: GET /db/products?page=N, N uniform in 1…${thousands(lastPage)}: the app's page JSON kept in PostgreSQL, sent as it is`,
+        next: () => ({ path: `/db/products?page=${oneTo(lastPage, random)}` })
+      }]
+    : []
   return [
+    ...databaseCeilings,
     {
       name: 'bare-product',
       group: 'catalogue',
@@ -101,6 +126,7 @@ export function catalogueScenarios (fixture: CatalogueFixture): Scenario[] {
       server: 'app',
       description: `GET /external/v1/products/{id}, a random id of all ${thousands(fixture.productIds.length)} each request`,
       baseline: 'bare-product',
+      ceilings: byId,
       cacheHits: true,
       next: () => ({ path: `/external/v1/products/${product()}` })
     },
@@ -117,6 +143,7 @@ export function catalogueScenarios (fixture: CatalogueFixture): Scenario[] {
       server: 'app',
       description: `GET /external/v1/products?page=N, N uniform in 1…${thousands(lastPage)}`,
       baseline: 'bare-list',
+      ceilings: byPage,
       next: () => ({ path: `/external/v1/products?page=${oneTo(lastPage, random)}` })
     },
     {
@@ -126,6 +153,7 @@ export function catalogueScenarios (fixture: CatalogueFixture): Scenario[] {
       description: `GET /external/v1/products?<filter>&page=N: a random one of ${fixture.filters.category.length} categories (${range(fixture.filters.category)} products), ` +
         `${fixture.filters.brand.length} brands (${range(fixture.filters.brand)}) or isAvailable=true (${range(fixture.filters.available)}), N uniform over its pages`,
       baseline: 'bare-list',
+      ceilings: byPage,
       oneConnection: true,
       next: () => ({ path: filtered() })
     },
@@ -135,6 +163,7 @@ export function catalogueScenarios (fixture: CatalogueFixture): Scenario[] {
       server: 'app',
       description: `GET /external/v1/products?query=<a random 3–6 letter piece of a random product's name>, e.g. ${fixture.searchExamples.map((t) => `"${t}"`).join(', ')}`,
       baseline: 'bare-list',
+      ceilings: byPage,
       oneConnection: true,
       next: () => ({ path: `/external/v1/products?query=${encodeURIComponent(fixture.searchTerm())}` })
     }
@@ -197,6 +226,8 @@ export interface OrderCreateFixture {
    * and both alternating (without first); absent without PostgreSQL.
    */
   raw?: { tool: string, run: (durationSeconds: number, feed: boolean) => Promise<LoadResult>, runPair: (durationSeconds: number) => Promise<[LoadResult, LoadResult]> }
+  /** The least an order's transaction must do, run by pgbench (bench/orders.ts pgbenchMinimalScript); absent without pgbench. */
+  minimal?: (durationSeconds: number) => Promise<LoadResult>
   /** order-create-webhooks: how many receivers, and its set-up (bench/webhooks.ts setUpWebhooks); absent: that scenario is not built. */
   webhooks?: { receivers: number, setUp: () => Promise<() => Promise<Record<string, number>>> }
 }
@@ -223,6 +254,15 @@ export function orderCreateScenarios (fixture: OrderCreateFixture): Scenario[] {
       run: (seconds) => raw.run(seconds, true)
     })
   }
+  if (fixture.minimal) {
+    scenarios.push({
+      name: 'order-create-min',
+      group: 'order-create',
+      server: 'raw',
+      description: 'ceiling: only what an order must, in raw SQL (pgbench, one connection a client): two conditional stock decrements, the order row with nextval, two item rows in one INSERT',
+      run: fixture.minimal
+    })
+  }
   const next = () => ({ method: 'POST' as const, path: '/external/v1/orders', body: fixture.body(), headers: { 'content-type': 'application/json' } })
   scenarios.push({
     name: 'order-create',
@@ -230,6 +270,7 @@ export function orderCreateScenarios (fixture: OrderCreateFixture): Scenario[] {
     server: 'app',
     description: `POST /external/v1/orders, 1–3 lines of 1–2 units from ${fixture.lines} products and combinations (${fixture.trackedLines > 0 ? `${fixture.trackedLines} with tracked stock, raised very large, the rest untracked` : 'untracked stock'})`,
     ...(fixture.raw ? { baseline: 'order-create-raw' } : {}),
+    ...(fixture.minimal ? { ceilings: ['order-create-min'] } : {}),
     next
   })
   if (fixture.webhooks) {
@@ -290,16 +331,18 @@ export const SCENARIO_GROUPS: Record<string, ScenarioGroup[]> = {
 /** "List Filtered", "list filtered" and "list_filtered" all name list-filtered. */
 export const scenarioKey = (name: string) => name.trim().toLowerCase().replace(/[\s_]+/g, '-')
 
-export type ScenarioInfo = Pick<Scenario, 'name' | 'group' | 'baseline'>
+export type ScenarioInfo = Pick<Scenario, 'name' | 'group' | 'baseline' | 'ceilings'>
 
 /** Every scenario's name, group and ceiling, known before the fixtures are (the database is filled after the choice). */
 export const SCENARIOS: ScenarioInfo[] = [
+  { name: 'db-product', group: 'catalogue' },
+  { name: 'db-list', group: 'catalogue' },
   { name: 'bare-product', group: 'catalogue' },
-  { name: 'product', group: 'catalogue', baseline: 'bare-product' },
+  { name: 'product', group: 'catalogue', baseline: 'bare-product', ceilings: ['db-product'] },
   { name: 'bare-list', group: 'catalogue' },
-  { name: 'list', group: 'catalogue', baseline: 'bare-list' },
-  { name: 'list-filtered', group: 'catalogue', baseline: 'bare-list' },
-  { name: 'search', group: 'catalogue', baseline: 'bare-list' },
+  { name: 'list', group: 'catalogue', baseline: 'bare-list', ceilings: ['db-list'] },
+  { name: 'list-filtered', group: 'catalogue', baseline: 'bare-list', ceilings: ['db-list'] },
+  { name: 'search', group: 'catalogue', baseline: 'bare-list', ceilings: ['db-list'] },
   { name: 'crawl-cursor', group: 'catalogue' },
   { name: 'bare-orders', group: 'order-reads' },
   { name: 'orders-page-1', group: 'order-reads', baseline: 'bare-orders' },
@@ -311,7 +354,8 @@ export const SCENARIOS: ScenarioInfo[] = [
   { name: 'feed-sequential', group: 'feed' },
   { name: 'order-create-raw-nofeed', group: 'order-create' },
   { name: 'order-create-raw', group: 'order-create', baseline: 'order-create-raw-nofeed' },
-  { name: 'order-create', group: 'order-create', baseline: 'order-create-raw' },
+  { name: 'order-create-min', group: 'order-create' },
+  { name: 'order-create', group: 'order-create', baseline: 'order-create-raw', ceilings: ['order-create-min'] },
   { name: 'order-create-webhooks', group: 'order-create', baseline: 'order-create' }
 ]
 
@@ -338,7 +382,10 @@ export function selectScenarios (all: readonly ScenarioInfo[], only: string | un
   // Ceilings of ceilings too (order-create-webhooks → order-create → order-create-raw → order-create-raw-nofeed).
   for (let size = -1; size !== wanted.size;) {
     size = wanted.size
-    for (const s of all) if (wanted.has(s.name) && s.baseline) wanted.add(s.baseline)
+    for (const s of all) {
+      if (!wanted.has(s.name)) continue
+      for (const ceiling of [...(s.baseline ? [s.baseline] : []), ...(s.ceilings ?? [])]) wanted.add(ceiling)
+    }
   }
   return wanted
 }

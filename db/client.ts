@@ -5,8 +5,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
 import { pg_trgm as pgTrgm } from '@electric-sql/pglite/contrib/pg_trgm'
-import { sql } from 'drizzle-orm'
-import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import { sql, type SQL } from 'drizzle-orm'
+import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
@@ -333,6 +333,37 @@ export function rowsOf<T> (result: unknown): T[] {
 
 export async function execute<T> (db: Tx, query: ReturnType<typeof sql>): Promise<T[]> {
   return rowsOf<T>(await db.execute(query))
+}
+
+/**
+ * SQL whose text is fixed when its module loads, with positional parameters ($1…): run by
+ * `runStatement` straight through the driver, with nothing built per call. On PostgreSQL
+ * directly, postgres.js prepares it once per connection (the same text every time).
+ */
+export interface Statement { readonly text: string }
+
+const dialect = new PgDialect()
+
+/** A statement from Drizzle SQL without parameters (`$n` written in it), rendered once. */
+export function statement (query: SQL): Statement {
+  const { sql: text, params } = dialect.sqlToQuery(query)
+  if (params.length > 0) throw new Error('statement: write its parameters as $n, not as values')
+  return { text }
+}
+
+// What Drizzle's raw queries get from PGlite: timestamps, intervals and dates as text.
+const PGLITE_RAW = {
+  rowMode: 'object' as const,
+  parsers: Object.fromEntries([1114, 1184, 1186, 1082, 1231, 1115, 1185, 1187, 1182].map((type) => [type, (value: string) => value]))
+}
+
+type DriverClient = { unsafe: (text: string, params: unknown[]) => Promise<unknown[]> } | { query: (text: string, params: unknown[], options: typeof PGLITE_RAW) => Promise<{ rows: unknown[] }> }
+
+/** Runs a statement in `db` (a database or a transaction: the driver's client Drizzle holds for it). */
+export async function runStatement<T> (db: Tx, query: Statement, params: unknown[]): Promise<T[]> {
+  const client = (db as unknown as { session: { client: DriverClient } }).session.client
+  if ('unsafe' in client) return await client.unsafe(query.text, params) as T[]
+  return (await client.query(query.text, params, PGLITE_RAW)).rows as T[]
 }
 
 /** A LIKE pattern matching `text` anywhere; its own %, _ and backslash are taken literally. */

@@ -5,10 +5,10 @@ import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
 import { toAmount, toCents, type Discount } from '../lib/money.ts'
 import { isUuid, type ListWindow, type SortKey } from '../schemas/common.ts'
 import { ORDER_NUMBER_PATTERN, TEST_ORDER_NUMBER_PATTERN, type DeliveryAddress, type Order, type OrderMode, type OrderStatus, type OrderSummary } from '../schemas/orders.ts'
-import { containing, execute, type Tx } from './client.ts'
+import { containing, execute, runStatement, statement, type Statement, type Tx } from './client.ts'
 import { insertEvents } from './events.ts'
 import { discountJson } from './products.ts'
-import { ORDER_COUNT_SHARDS, idempotencyKeys, orderCounts, orderItems, orders } from './schema.ts'
+import { ORDER_COUNT_SHARDS, idempotencyKeys, orderCounts, orders } from './schema.ts'
 
 /** A product or one of its combinations, as an order line sees it. */
 export interface SellableRow {
@@ -28,36 +28,59 @@ export interface SellableRow {
   owner_available: boolean | null
 }
 
-/** Loads every product and combination the lines name, in one round trip; keys `p:<id>` and `c:<id>`. */
-export async function loadSellables (tx: Tx, productIds: string[], combinationIds: string[]): Promise<Map<string, SellableRow>> {
-  const list = (ids: string[]) => sql.join(ids.map((id) => sql`${id}::uuid`), sql`, `)
-  const parts = [sql`
+// The order path's statements are rendered once, at load: their text never changes with the
+// order (the lines go as array or JSON parameters) and nothing is built per call. Directly
+// on PostgreSQL postgres.js prepares each once per connection; behind a transaction pooler
+// (nothing prepared) PostgreSQL parses these short texts, and the stock loop's plans stay
+// cached in its function (take_stock) for the life of each server connection.
+
+/** A PostgreSQL array literal of ids the caller has checked are GUIDs (no quoting needed). */
+const uuidArray = (ids: readonly string[]) => `{${ids.join(',')}}`
+
+const SELLABLES = statement(sql`
     select p.id as product_id, null::uuid as combination_id, p.name, null::json as option_names, p.price::text as price,
       ${discountJson('product_id', 'p.id')} as discount, p.quantity, p.is_available,
       exists (select 1 from combinations c where c.product_id = p.id) as has_combinations, null::uuid as owner_id, null::boolean as owner_available
-    from products p where p.id in (${list(productIds)})`]
-  if (combinationIds.length > 0) {
-    parts.push(sql`
+    from products p where p.id = any($1::uuid[])
+    union all
     select c.product_id, c.id, p.name,
       (select json_agg(o.name order by co.position) from combination_options co join variant_options o on o.id = co.option_id
             where co.combination_id = c.id),
       c.price::text, coalesce(${discountJson('combination_id', 'c.id')}, ${discountJson('product_id', 'p.id')}),
       c.quantity, c.is_available, false, c.product_id, p.is_available
-    from combinations c join products p on p.id = c.product_id where c.id in (${list(combinationIds)})`)
-  }
-  const rows = await execute<SellableRow>(tx, sql.join(parts, sql` union all `))
+    from combinations c join products p on p.id = c.product_id where c.id = any($2::uuid[])`)
+
+/** Loads every product and combination the lines name (GUIDs), in one round trip; keys `p:<id>` and `c:<id>`. */
+export async function loadSellables (tx: Tx, productIds: string[], combinationIds: string[]): Promise<Map<string, SellableRow>> {
+  const rows = await runStatement<SellableRow>(tx, SELLABLES, [uuidArray(productIds), uuidArray(combinationIds)])
   return new Map(rows.map((r) => [r.combination_id ? `c:${r.combination_id}` : `p:${r.product_id}`, r]))
 }
 
 export type StockOwner = 'products' | 'combinations'
 
-/** Takes `quantity` units when at least that many are left; false when not (nothing changes). */
-export async function takeStock (tx: Tx, owner: StockOwner, id: string, quantity: number): Promise<boolean> {
-  const updated = await execute<{ id: string }>(tx, sql`update ${sql.raw(owner)} set quantity = quantity - ${quantity}
-    where id = ${id} and quantity >= ${quantity} returning id`)
-  return updated.length > 0
+/** Tracked stock one order takes from a product or a combination. */
+export interface StockTake { owner: StockOwner, id: string, quantity: number }
+
+const TAKE_STOCK = statement(sql`select take_stock($1::uuid[], $2::integer[], $3::boolean[]) as failed`)
+
+/**
+ * Takes each entry's units, in the order given, when at least that many are left: one round
+ * trip, the conditional decrements running in take_stock (a PL/pgSQL function, so its plans
+ * are cached by each server connection, pooler or not). Returns the index of the first
+ * entry that could not be taken, its decrement and those after it not made; the caller
+ * rolls back the ones before. Null when all were taken.
+ */
+export async function takeStock (tx: Tx, takes: readonly StockTake[]): Promise<number | null> {
+  if (takes.length === 0) return null
+  const [row] = await runStatement<{ failed: number }>(tx, TAKE_STOCK, [
+    uuidArray(takes.map((t) => t.id)),
+    `{${takes.map((t) => t.quantity).join(',')}}`,
+    `{${takes.map((t) => t.owner === 'combinations').join(',')}}`
+  ])
+  return row!.failed === 0 ? null : row!.failed - 1
 }
 
+/** Units left of a product or combination (0 when it is gone). */
 export async function stockLeft (tx: Tx, owner: StockOwner, id: string): Promise<number> {
   const [row] = await execute<{ quantity: number | null }>(tx, sql`select quantity from ${sql.raw(owner)} where id = ${id}`)
   return row?.quantity ?? 0
@@ -84,36 +107,51 @@ const NUMBERING: Record<OrderMode, { sequence: SQL, prefix: string }> = {
   test: { sequence: sql.raw('nextval(\'test_order_number_seq\')'), prefix: 'T' }
 }
 
+// The order, its items, the key's order count and its `order.created` event in one statement;
+// its text depends only on the mode (which sequence numbers it). Parameters: see insertOrder.
+const insertOrderStatement = (mode: OrderMode) => statement(sql`
+    with placed as (
+      insert into orders (id, order_number, api_key_id, mode, status, total, delivery_fee, final_total, products_count,
+        customer_name, customer_phone, note, address, created_at, updated_at)
+      values ($1::uuid, ${NUMBERING[mode].sequence}, $2::uuid, ${sql.raw(`'${mode}'`)}, 'pending', $3::numeric,
+        $4::numeric, $5::numeric, $6::integer, $7::text, $8::text, $9::text, $10::jsonb, $11::timestamptz, $11::timestamptz)
+      returning *
+    ), lines as (
+      insert into order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)
+      select $1::uuid, i.line, i.product_id, i.combination_id, i.name, i.quantity, i.single_price, i.total_price
+      from json_to_recordset($12::json) as i(line integer, product_id uuid, combination_id uuid, name text,
+        quantity integer, single_price numeric, total_price numeric)
+    ), counted as (
+      insert into order_counts (api_key_id, shard, count) values ($2::uuid, $13::integer, 1)
+      on conflict (api_key_id, shard) do update set count = order_counts.count + 1
+    ), event as (
+      ${insertEvents({ type: 'order.created', resourceId: sql`id`, apiKeyId: sql`api_key_id`, data: sql`jsonb_build_object('orderNumber', ${sql.raw(`'${NUMBERING[mode].prefix}'`)} || order_number::text, 'status', status)`, from: sql`placed` })}
+    )
+    select id, order_number, api_key_id, mode, status, total::text, delivery_fee::text, final_total::text, products_count,
+      customer_name, customer_phone, note, address, to_json(created_at) as created_at, to_json(updated_at) as updated_at
+    from placed`)
+
+const INSERT_ORDER: Record<OrderMode, Statement> = { live: insertOrderStatement('live'), test: insertOrderStatement('test') }
+
 /**
  * Inserts the order (its number from its mode's sequence), its items, the key's order count
  * and its `order.created` event, in one statement: one round trip whatever the number of lines.
  */
 export async function insertOrder (tx: Tx, order: NewOrder, now: Date): Promise<OrderSummary> {
-  const id = crypto.randomUUID()
-  const numbering = NUMBERING[order.mode]
-  const at = sql`${now.toISOString()}::timestamptz`
-  const items = order.items.map((item, line) => sql`(${id}::uuid, ${line}, ${item.productId}::uuid, ${item.combinationId}::uuid, ${item.name},
-    ${item.quantity}, ${item.singlePrice}::numeric, ${item.totalPrice}::numeric)`)
-  const [row] = await execute<RawOrderRow>(tx, sql`
-    with placed as (
-      insert into orders (id, order_number, api_key_id, mode, status, total, delivery_fee, final_total, products_count,
-        customer_name, customer_phone, note, address, created_at, updated_at)
-      values (${id}::uuid, ${numbering.sequence}, ${order.apiKeyId}::uuid, ${order.mode}, 'pending', ${order.total}::numeric,
-        ${order.deliveryFee}::numeric, ${order.finalTotal}::numeric, ${order.productsCount}, ${order.customerName},
-        ${order.customerPhone}, ${order.note}, ${order.address === null ? null : JSON.stringify(order.address)}::jsonb, ${at}, ${at})
-      returning *
-    ), lines as (
-      insert into order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)
-      values ${sql.join(items, sql`, `)}
-    ), counted as (
-      insert into order_counts (api_key_id, shard, count) values (${order.apiKeyId}::uuid, ${Math.floor(Math.random() * ORDER_COUNT_SHARDS)}, 1)
-      on conflict (api_key_id, shard) do update set count = order_counts.count + 1
-    ), event as (
-      ${insertEvents({ type: 'order.created', resourceId: sql`id`, apiKeyId: sql`api_key_id`, data: sql`jsonb_build_object('orderNumber', ${numbering.prefix} || order_number::text, 'status', status)`, from: sql`placed` })}
-    )
-    select id, order_number, api_key_id, mode, status, total::text, delivery_fee::text, final_total::text, products_count,
-      customer_name, customer_phone, note, address, to_json(created_at) as created_at, to_json(updated_at) as updated_at
-    from placed`)
+  const items = order.items.map((item, line) => ({
+    line,
+    product_id: item.productId,
+    combination_id: item.combinationId,
+    name: item.name,
+    quantity: item.quantity,
+    single_price: item.singlePrice,
+    total_price: item.totalPrice
+  }))
+  const [row] = await runStatement<RawOrderRow>(tx, INSERT_ORDER[order.mode], [
+    crypto.randomUUID(), order.apiKeyId, order.total, order.deliveryFee, order.finalTotal, order.productsCount,
+    order.customerName, order.customerPhone, order.note, order.address === null ? null : JSON.stringify(order.address),
+    now.toISOString(), JSON.stringify(items), Math.floor(Math.random() * ORDER_COUNT_SHARDS)
+  ])
   return toSummary(fromRaw(row!))
 }
 
@@ -299,16 +337,33 @@ function orderMatch (orderNumberOrId: string): SQL | null {
   return number === null ? null : and(eq(orders.orderNumber, Number(number.digits)), eq(orders.mode, number.mode))!
 }
 
+// An order with its items in one round trip, by id or by its mode and number, for one key.
+const ORDER_COLUMNS = sql.raw(`o.id, o.order_number, o.api_key_id, o.mode, o.status, o.total::text, o.delivery_fee::text, o.final_total::text,
+      o.products_count, o.customer_name, o.customer_phone, o.note, o.address, to_json(o.created_at) as created_at, to_json(o.updated_at) as updated_at`)
+const ORDER_ITEMS = sql.raw(`coalesce((select json_agg(json_build_object('productId', i.product_id, 'combinationId', i.combination_id, 'name', i.name,
+        'quantity', i.quantity, 'singlePrice', i.single_price::text, 'totalPrice', i.total_price::text) order by i.line)
+      from order_items i where i.order_id = o.id), '[]'::json) as items`)
+const ORDER_BY_ID = statement(sql`select ${ORDER_COLUMNS}, ${ORDER_ITEMS} from orders o where o.id = $1::uuid and o.api_key_id = $2::uuid`)
+const ORDER_BY_NUMBER = statement(sql`select ${ORDER_COLUMNS}, ${ORDER_ITEMS} from orders o
+    where o.order_number = $1::bigint and o.mode = $2::text and o.api_key_id = $3::uuid`)
+
+interface StoredItem { productId: string, combinationId: string | null, name: string, quantity: number, singlePrice: string, totalPrice: string }
+
 /** The order with its items, only when the calling key created it. */
 export async function findOrderForKey (db: Tx, apiKeyId: string, orderNumberOrId: string): Promise<Order | null> {
-  const match = orderMatch(orderNumberOrId)
-  if (match === null) return null
-  const [row] = await db.select().from(orders).where(and(match, eq(orders.apiKeyId, apiKeyId)))
+  let rows: Array<RawOrderRow & { items: StoredItem[] }>
+  if (isUuid(orderNumberOrId)) {
+    rows = await runStatement(db, ORDER_BY_ID, [orderNumberOrId.toLowerCase(), apiKeyId])
+  } else {
+    const number = readOrderNumber(orderNumberOrId)
+    if (number === null) return null
+    rows = await runStatement(db, ORDER_BY_NUMBER, [number.digits, number.mode, apiKeyId])
+  }
+  const [row] = rows
   if (!row) return null
-  const items = await db.select().from(orderItems).where(eq(orderItems.orderId, row.id)).orderBy(orderItems.line)
   return {
-    ...toSummary(row),
-    items: items.map((item) => ({
+    ...toSummary(fromRaw(row)),
+    items: row.items.map((item) => ({
       productId: item.productId,
       combinationId: item.combinationId,
       name: item.name,

@@ -65,13 +65,16 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
       const request = readOrderRequest(input.body, input.settings)
       const priced = priceLines(request, await loadSellables(tx, ...namedIds(request.lines)), now)
       // A test order takes none of what a live one would, so no product changes either.
+      // (Units an order already holds elsewhere, e.g. reserved, come off these entries here,
+      // keeping their id order; refreshProductState below must still see every product touched.)
       const taken = input.mode === 'live' ? priced.stock : []
-      for (const stock of taken) {
-        if (!await takeStock(tx, stock.owner, stock.id, stock.quantity)) {
-          // Sold out between the read above and this decrement: report what is left now.
-          const available = await stockLeft(tx, stock.owner, stock.id)
-          throw orderCreationFailed(stock.lines.map((i) => outOfStock(i, priced.names[i]!, available)))
-        }
+      // Where stock leaves the shelf: every decrement of this order in one round trip.
+      const failed = await takeStock(tx, taken)
+      if (failed !== null) {
+        // Sold out between the read above and its decrement: report what is left now.
+        const stock = taken[failed]!
+        const available = await stockLeft(tx, stock.owner, stock.id)
+        throw orderCreationFailed(stock.lines.map((i) => outOfStock(i, priced.names[i]!, available)))
       }
       // Stock is part of what integrators see of a product: its availability, updatedAt, event and document follow.
       const changed = [...new Set(taken.map((t) => t.productId))]

@@ -1,0 +1,69 @@
+// The server's heap bound, applied by the program however it is started. V8 sizes its old
+// space from the machine's memory (some 4 GB here) and collects lazily below that, so a
+// server that needs 60 MB live grows past 300 MB of RSS; with the old space capped it
+// collects before it grows. The cap is a start-up flag of V8 (it cannot be changed once the
+// heap exists), so `storefront serve` started without it runs itself again with it: in place
+// where Node can (process.execve, Node ≥ 22.15), else as a child whose signals it relays
+// and whose exit it reports as its own.
+import { spawn } from 'node:child_process'
+import { getHeapStatistics } from 'node:v8'
+
+/** The old space's cap, MB, unless HEAP_LIMIT_MB says otherwise (config.ts declares the same default). */
+export const DEFAULT_HEAP_LIMIT_MB = 128
+/** The young generation V8 adds to the old space's cap in heap_size_limit (3 × a 16 MB semi-space), and some room. */
+const YOUNG_GENERATION_MB = 64
+const BOUNDED_CHILD = 'STOREFRONT_BOUNDED_CHILD'
+const RELAYED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR2']
+
+/** HEAP_LIMIT_MB read as config.ts reads it: a whole number of MB, 0 for V8's own sizing. */
+export function heapLimitMb (env = process.env) {
+  const raw = env.HEAP_LIMIT_MB
+  if (raw === undefined || raw.trim() === '') return DEFAULT_HEAP_LIMIT_MB
+  const mb = Number(raw)
+  if (!Number.isInteger(mb) || mb < 0) throw new Error(`HEAP_LIMIT_MB must be a whole number of MB (0: no cap), got "${raw}"`)
+  return mb
+}
+
+/** The V8 flags that bound the heap to `mb` (none for 0). */
+export const heapFlags = (mb) => (mb === 0 ? [] : [`--max-old-space-size=${mb}`])
+
+/**
+ * Whether this process needs starting again to be bounded: no cap of its own (a flag in its
+ * command or NODE_OPTIONS, which is respected as given) and a heap larger than the bound.
+ */
+export function needsBound (mb, limitBytes = getHeapStatistics().heap_size_limit, flags = [...process.execArgv, process.env.NODE_OPTIONS ?? '']) {
+  if (flags.some((flag) => /--max[-_]old[-_]space[-_]size/.test(flag))) return false
+  return mb !== 0 && limitBytes / 2 ** 20 > mb + YOUNG_GENERATION_MB
+}
+
+/**
+ * Runs this command again under the bound when it is not bounded yet; resolves with the
+ * bounded run's exit code, or null when this process is bounded already (it goes on itself).
+ */
+export async function runBounded (env = process.env) {
+  const mb = heapLimitMb(env)
+  if (!needsBound(mb)) return null
+  const args = [...process.execArgv, ...heapFlags(mb), ...process.argv.slice(1)]
+  if (typeof process.execve === 'function') process.execve(process.execPath, [process.execPath, ...args], env)
+  // An IPC channel too: when this process dies without relaying (SIGKILL), the child sees it
+  // close and shuts down as on SIGTERM (watchParent), rather than serving on orphaned.
+  const child = spawn(process.execPath, args, { stdio: ['inherit', 'inherit', 'inherit', 'ipc'], env: { ...env, [BOUNDED_CHILD]: '1' } })
+  const relay = (signal) => { child.kill(signal) }
+  for (const signal of RELAYED_SIGNALS) process.on(signal, relay)
+  const [code, signal] = await new Promise((resolve, reject) => {
+    child.once('error', reject)
+    child.once('exit', (c, s) => resolve([c, s]))
+  })
+  for (const s of RELAYED_SIGNALS) process.off(s, relay)
+  // Died of a signal: so does this process, so whoever started it sees the same end.
+  if (signal) process.kill(process.pid, signal)
+  return code ?? 1
+}
+
+/** In the bounded child: a graceful stop when the process that started it is gone. */
+export function watchParent () {
+  if (process.env[BOUNDED_CHILD] !== '1' || !process.channel) return
+  delete process.env[BOUNDED_CHILD]
+  process.channel.unref()
+  process.once('disconnect', () => { process.kill(process.pid, 'SIGTERM') })
+}

@@ -1,0 +1,63 @@
+// The heap bound `storefront serve` applies itself (bin/heap.js): started without any flag,
+// the process that serves runs with the old space capped at HEAP_LIMIT_MB, and the launcher
+// it needed on Node 20 passes signals on and takes the server down with it.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { DEFAULT_HEAP_LIMIT_MB, heapFlags, heapLimitMb, needsBound } from '../../bin/heap.js'
+import { loadConfig } from '../../config.ts'
+import { until } from '../helper.ts'
+import { startServer } from '../server-process.ts'
+
+const root = new URL('../..', import.meta.url).pathname
+const MB = 2 ** 20
+// Two real starts of the server from the sources (through tsx), on a machine that may be busy.
+const START_MS = 240_000
+t.setTimeout(2 * START_MS + 60_000)
+
+t.test('HEAP_LIMIT_MB: read as config.ts reads it, and when a process needs the bound', async (t) => {
+  t.equal(heapLimitMb({}), DEFAULT_HEAP_LIMIT_MB)
+  t.equal(loadConfig({}).HEAP_LIMIT_MB, DEFAULT_HEAP_LIMIT_MB, 'config.ts declares the same default')
+  t.equal(heapLimitMb({ HEAP_LIMIT_MB: '256' }), 256)
+  t.equal(heapLimitMb({ HEAP_LIMIT_MB: '0' }), 0)
+  t.throws(() => heapLimitMb({ HEAP_LIMIT_MB: 'lots' }), /HEAP_LIMIT_MB must be a whole number/)
+  t.throws(() => heapLimitMb({ HEAP_LIMIT_MB: '-1' }), /HEAP_LIMIT_MB/)
+  t.same(heapFlags(128), ['--max-old-space-size=128'])
+  t.same(heapFlags(0), [], '0: V8 sizes the heap itself')
+  t.ok(needsBound(128, 4096 * MB, []), 'V8\'s own sizing on a large machine is not bounded')
+  t.notOk(needsBound(128, 176 * MB, []), 'capped at 128 (plus the young generation): bounded already')
+  t.notOk(needsBound(0, 4096 * MB), 'no bound wanted')
+  t.notOk(needsBound(128, 560 * MB, ['--max-old-space-size=512']), 'a cap given on the command line is respected')
+  t.notOk(needsBound(128, 560 * MB, ['--enable-source-maps --max_old_space_size=512']), 'and one in NODE_OPTIONS')
+})
+
+/** The processes `pid` started. */
+const childrenOf = (pid: number) => readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+const commandLine = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+const alive = (pid: number) => { try { process.kill(pid, 0); return true } catch { return false } }
+
+t.test('`node bin/storefront.js serve` without flags serves from a process whose heap is capped; SIGTERM stops both and exits 0', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sf-heap-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const server = await startServer(root, { DATA_DIR: dataDir }, START_MS)
+  t.teardown(() => { server.child.kill('SIGKILL') })
+  const [serving] = childrenOf(server.child.pid!)
+  t.ok(serving, 'the launcher started the serving process')
+  t.ok(commandLine(serving!).includes(`--max-old-space-size=${DEFAULT_HEAP_LIMIT_MB}`), 'which runs with the heap cap')
+  t.equal((await fetch(`${server.base}/healthz`)).status, 200)
+  server.child.kill('SIGTERM')
+  t.equal(await server.exited, 0, 'the launcher exits as the server did')
+  t.notOk(alive(serving!), 'the server is gone')
+})
+
+t.test('the server stops when its launcher is killed outright', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sf-heap-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const server = await startServer(root, { DATA_DIR: dataDir }, START_MS)
+  const [serving] = childrenOf(server.child.pid!)
+  t.teardown(() => { if (serving && alive(serving)) process.kill(serving, 'SIGKILL') })
+  server.child.kill('SIGKILL')
+  await until('the server to stop', () => (alive(serving!) ? undefined : true))
+  t.pass('it closed when its parent went')
+})
