@@ -1,0 +1,35 @@
+import t from 'tap'
+import { ReadCache } from '../../lib/read-cache.ts'
+
+t.test('tags drop exactly the entries carrying them', async (t) => {
+  const cache = new ReadCache<string>(1000)
+  cache.set('product:a', 'A', Infinity, 1, ['product:a'])
+  cache.set('page:1', 'ab', Infinity, 2, ['product:a', 'product:b'])
+  cache.set('page:2', 'c', Infinity, 1, ['product:c', 'volatile'])
+  t.equal(cache.dropTagged('product:a'), 2)
+  t.equal(cache.get('product:a'), undefined)
+  t.equal(cache.get('page:1'), undefined)
+  t.equal(cache.get('page:2'), 'c', 'an entry without the tag stays')
+  t.equal(cache.bytes, 1)
+  t.equal(cache.dropTagged('product:b'), 0, 'a tag whose entries went is gone too')
+  t.equal(cache.dropTagged('volatile'), 1)
+  t.equal(cache.size, 0)
+})
+
+t.test('the least recently read entry goes first when the bound is reached', async (t) => {
+  const cache = new ReadCache<string>(3)
+  cache.set('a', 'a', Infinity, 1)
+  cache.set('b', 'b', Infinity, 1)
+  cache.set('c', 'c', Infinity, 1)
+  t.equal(cache.get('a'), 'a', 'a is read again')
+  cache.set('d', 'd', Infinity, 1)
+  t.equal(cache.get('b'), undefined, 'b, read least recently, went')
+  t.equal(cache.get('a'), 'a', 'the hot entry stayed')
+  t.equal(cache.bytes, 3)
+  cache.set('big', 'x', Infinity, 4)
+  t.equal(cache.get('big'), undefined, 'larger than the bound: not kept')
+  cache.set('old', 'o', 1, 1)
+  t.equal(cache.get('old', 2), undefined, 'expired')
+  cache.clear()
+  t.equal(cache.size, 0)
+})
