@@ -449,7 +449,9 @@ function extraNotes (name: string, f: Figures): string {
         `${x.publishedP99Ms === undefined ? '' : ` (from publication p50 ${at(x.publishedP50Ms)} / p99 ${at(x.publishedP99Ms)} ms; occurred to published p50 ${at(x.publishLagP50Ms)} / p99 ${at(x.publishLagP99Ms)} ms)`}; ` +
         `${x.deliveriesPerSecond === undefined ? '' : `${num(x.deliveriesPerSecond)} deliveries/s, `}${x.undelivered ? 'gave up' : 'all in'} ${num(x.waitSeconds!, 1)} s after the load` +
         `${x.drainAppCpuMsPerDelivery === undefined ? '' : `, app CPU ${num(x.drainAppCpuMsPerDelivery, 2)} ms per delivery then (${num(x.drained!)} deliveries)`}` +
-        `${x.burstDeliveriesPerSecond === undefined ? '' : `; burst of ${num(x.burstEvents!)} events × ${num(x.receivers!)}: ${num(x.burstDelivered!)} delivered in ${num(x.burstSeconds!, 1)} s, ` +
+        `${x.burstDeliveriesPerSecond === undefined
+? ''
+: `; burst of ${num(x.burstEvents!)} events × ${num(x.receivers!)}: ${num(x.burstDelivered!)} delivered in ${num(x.burstSeconds!, 1)} s, ` +
           `${num(x.burstDeliveriesPerSecond)} deliveries/s, app CPU ${num(x.burstAppCpuMsPerDelivery!, 2)} ms per delivery`}`
     }
     default:

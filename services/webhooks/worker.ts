@@ -52,12 +52,17 @@ export function disabledReasonFor (disableAfterMs: number): string {
 
 interface InFlight { claim: ClaimedDelivery, abort: AbortController, done: Promise<void> }
 
+/** Outcomes waiting to be written, per slot of concurrency, before claiming pauses. */
+const UNWRITTEN_PER_SLOT = 4
+
 interface Waiting { outcome: Outcome, resolve: (recorded: boolean) => void, reject: (err: unknown) => void }
 
 export class WebhookWorker {
   readonly #database: Database
   readonly #options: WorkerOptions
   readonly #inFlight = new Map<string, InFlight>()
+  /** Outcomes not yet written (their attempts have ended). */
+  readonly #recording = new Set<Promise<void>>()
   #timer: NodeJS.Timeout | undefined
   #polling: Promise<number> | null = null
   /** Set when something asked for a claim while one was under way: claim again after it. */
@@ -113,15 +118,24 @@ export class WebhookWorker {
       return
     }
     this.#again = false
-    const room = this.#options.concurrency - this.#inFlight.size
+    const room = this.#room()
     if (room <= 0) return
     this.poll().then((claimed) => {
       if (this.#again || (claimed >= room && claimed > 0)) this.#pump()
     }, (err: unknown) => this.#options.onError?.(err, 'claiming deliveries'))
   }
 
+  /**
+   * How many more deliveries to claim: free slots, none while outcomes pile up unwritten
+   * (a slow or unreachable database), so memory stays bounded and nothing outlives its lease.
+   */
+  #room (): number {
+    if (this.#recording.size >= this.#options.concurrency * UNWRITTEN_PER_SLOT) return 0
+    return this.#options.concurrency - this.#inFlight.size
+  }
+
   async #claim (): Promise<number> {
-    const room = this.#options.concurrency - this.#inFlight.size
+    const room = this.#room()
     if (room <= 0) return 0
     const claims = await claimDeliveries(this.#database.db, room, this.#options.leaseMs)
     for (const claim of claims) this.#launch(claim)
@@ -161,7 +175,18 @@ export class WebhookWorker {
       this.#options.onOutcome?.('released')
       return
     }
-    await this.#record(claim, result, at)
+    // The slot is free once the receiver answered: the outcome is written with the next batch
+    // while other attempts go on (the lease keeps the delivery this instance's until then).
+    this.#track(this.#record(claim, result, at).catch((err: unknown) => this.#options.onError?.(err, `recording ${id}`)))
+  }
+
+  /** An outcome being written: claims pause while too many are, and stop waits for them all. */
+  #track (recording: Promise<void>): void {
+    this.#recording.add(recording)
+    recording.finally(() => {
+      this.#recording.delete(recording)
+      this.#pump()
+    }).catch(() => {})
   }
 
   /**
@@ -241,6 +266,7 @@ export class WebhookWorker {
     clearTimeout(timer)
     for (const flight of this.#inFlight.values()) flight.abort.abort()
     await all()
+    await Promise.allSettled([...this.#recording])
     await this.#client.close()
   }
 }

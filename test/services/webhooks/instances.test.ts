@@ -96,6 +96,47 @@ t.test('two instances on one database: each event is delivered exactly once when
   t.match(served, /storefront_webhook_oldest_due_seconds 0/, 'nothing is waiting')
 })
 
+t.test('two instances with failures and retries: one attempt is never made twice at once, and each is recorded once', async (t: T) => {
+  const { database: first, url } = await createTestDatabase(t, { poolSize: 8 })
+  let second = first
+  if (url !== undefined) {
+    second = await openDatabase({ url, poolSize: 8 })
+    t.teardown(() => second.close())
+  }
+  const env = { ...ENV, WEBHOOK_CONCURRENCY: '8', WEBHOOK_RETRY_SCHEDULE: '0.05,0.05,0.05' }
+  const a = await buildTestApp(t, { database: first, env })
+  const b = await buildTestApp(t, { database: second, env: { ...env, WEBHOOK_POLL_MS: '13' } })
+  await Promise.all([a.ready(), b.ready()])
+  const { key } = await makeKey(a, everyScope)
+  const receiver = await startReceiver(t, '/hook', { keepAliveMs: 5000 })
+  const inFlight = new Map<string, number>()
+  const attempts = new Map<string, number>()
+  let overlaps = 0
+  // Each event fails twice (slowly, so attempts would overlap if two instances held one), then succeeds.
+  receiver.respond(async (req, res) => {
+    const now = (inFlight.get(req.id) ?? 0) + 1
+    if (now > 1) overlaps++
+    inFlight.set(req.id, now)
+    const n = (attempts.get(req.id) ?? 0) + 1
+    attempts.set(req.id, n)
+    await sleep(10)
+    inFlight.set(req.id, inFlight.get(req.id)! - 1)
+    res.writeHead(n <= 2 ? 500 : 204).end()
+  })
+  const endpoint = await createEndpoint(a, key, receiver.url)
+  const EVENTS = usingPostgres ? 60 : 20
+  for (let i = 0; i < EVENTS; i += 10) await writeEvents(i % 20 === 0 ? first : second, 10)
+  await until('every delivery to succeed', async () => {
+    const rows = await deliveryRows(first, endpoint.id)
+    return rows.length === EVENTS && rows.every((r) => r.status === 'succeeded') ? rows : undefined
+  }, 60_000)
+  await sleep(300)
+  t.equal(overlaps, 0, 'no attempt of an event overlapped another of the same event')
+  t.same([...attempts.values()].filter((n) => n !== 3), [], 'each event: two failures, then one success')
+  const rows = await deliveryRows(first, endpoint.id)
+  t.same(rows.filter((r) => r.attempts !== 3), [], 'each attempt recorded once: 3 a delivery')
+})
+
 t.test('deleting an endpoint while its deliveries are being recorded never fails', async (t: T) => {
   const app = await buildTestApp(t, { env: { ...ENV, WEBHOOK_CONCURRENCY: '32' } })
   await app.ready()
