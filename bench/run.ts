@@ -452,7 +452,7 @@ function extraNotes (name: string, f: Figures): string {
         `${x.burstDeliveriesPerSecond === undefined
 ? ''
 : `; burst of ${num(x.burstEvents!)} events × ${num(x.receivers!)}: ${num(x.burstDelivered!)} delivered in ${num(x.burstSeconds!, 1)} s, ` +
-          `${num(x.burstDeliveriesPerSecond)} deliveries/s, app CPU ${num(x.burstAppCpuMsPerDelivery!, 2)} ms per delivery`}`
+          `${num(x.burstDeliveriesPerSecond)} deliveries/s (${num(x.burstFromFirstPerSecond!)} from the first receipt), app CPU ${num(x.burstAppCpuMsPerDelivery!, 2)} ms per delivery`}`
     }
     default:
       return ''

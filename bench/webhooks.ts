@@ -162,12 +162,15 @@ async function runBurst (monitor: postgres.Sql, options: WebhookBenchOptions, re
   const logs = await receivers.report()
   const delivered = logs.reduce((n, log, i) => n + log.positions.length - before[i]!, 0)
   const last = Math.max(...logs.map((log) => log.times.at(-1) ?? 0))
+  const first = Math.min(...logs.map((log, i) => log.times[before[i]!] ?? Infinity))
   const seconds = (last - insertedAt) / 1000
   return {
     burstEvents: BURST_EVENTS,
     burstDelivered: delivered,
     burstDeliveriesPerSecond: delivered / seconds,
     burstSeconds: seconds,
+    /** From the first receipt: without the publisher's first run. */
+    burstFromFirstPerSecond: delivered > 1 && last > first ? (delivered - 1) / ((last - first) / 1000) : NaN,
     burstAppCpuMsPerDelivery: cpuMs / Math.max(1, delivered)
   }
 }
