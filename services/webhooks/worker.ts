@@ -52,6 +52,12 @@ export function disabledReasonFor (disableAfterMs: number): string {
 
 interface InFlight { claim: ClaimedDelivery, abort: AbortController, done: Promise<void> }
 
+/**
+ * Deliveries held per slot of concurrency, in flight or claimed and waiting for a slot: a
+ * claim's round trip is hidden behind the attempts of the one before, however slow it is.
+ */
+const QUEUED_PER_SLOT = 2
+
 /** Outcomes waiting to be written, per slot of concurrency, before claiming pauses. */
 const UNWRITTEN_PER_SLOT = 4
 
@@ -63,6 +69,8 @@ export class WebhookWorker {
   readonly #inFlight = new Map<string, InFlight>()
   /** Outcomes not yet written (their attempts have ended). */
   readonly #recording = new Set<Promise<void>>()
+  /** Claimed, waiting for a free slot: the next claim runs while these are attempted. */
+  readonly #queued: ClaimedDelivery[] = []
   #timer: NodeJS.Timeout | undefined
   #polling: Promise<number> | null = null
   /** Set when something asked for a claim while one was under way: claim again after it. */
@@ -131,15 +139,21 @@ export class WebhookWorker {
    */
   #room (): number {
     if (this.#recording.size >= this.#options.concurrency * UNWRITTEN_PER_SLOT) return 0
-    return this.#options.concurrency - this.#inFlight.size
+    return QUEUED_PER_SLOT * this.#options.concurrency - this.#inFlight.size - this.#queued.length
   }
 
   async #claim (): Promise<number> {
     const room = this.#room()
     if (room <= 0) return 0
     const claims = await claimDeliveries(this.#database.db, room, this.#options.leaseMs)
-    for (const claim of claims) this.#launch(claim)
+    this.#queued.push(...claims)
+    this.#drain()
     return claims.length
+  }
+
+  /** Starts queued deliveries while slots are free. */
+  #drain (): void {
+    while (!this.#stopping && this.#inFlight.size < this.#options.concurrency && this.#queued.length > 0) this.#launch(this.#queued.shift()!)
   }
 
   #launch (claim: ClaimedDelivery): void {
@@ -148,6 +162,7 @@ export class WebhookWorker {
       .catch((err: unknown) => this.#options.onError?.(err, `delivering ${eventIdOf(claim.position)}`))
       .finally(() => {
         this.#inFlight.delete(claim.id)
+        this.#drain()
         this.#pump()
       })
     this.#inFlight.set(claim.id, { claim, abort, done })
@@ -252,14 +267,20 @@ export class WebhookWorker {
   }
 
   /**
-   * Stops claiming and waits up to `waitMs` for the attempts in flight; those still running
-   * then are aborted and given back (their lease cleared, the attempt not counted).
+   * Stops claiming, gives back what was claimed but not started, and waits up to `waitMs`
+   * for the attempts in flight; those still running then are aborted and given back (their
+   * lease cleared, the attempt not counted).
    */
   async stop (waitMs: number): Promise<void> {
     this.#stopping = true
     clearInterval(this.#timer)
-    // A claim under way still launches what it claimed: those are waited for like the rest.
+    // A claim under way finishes; what it claimed is queued, never started.
     await this.#polling?.catch(() => {})
+    // Claimed but never started: given back at once, for another instance to take.
+    await Promise.allSettled(this.#queued.splice(0).map(async (claim) => {
+      await releaseDelivery(this.#database.db, claim)
+      this.#options.onOutcome?.('released')
+    }))
     const all = () => Promise.allSettled([...this.#inFlight.values()].map((f) => f.done))
     let timer: NodeJS.Timeout | undefined
     await Promise.race([all(), new Promise((resolve) => { timer = setTimeout(resolve, waitMs) })])
