@@ -206,6 +206,24 @@ t.test('closing gives back an attempt it cannot finish within the shutdown timeo
   t.match(await deliveryRows(database, endpoint.id), [{ status: 'succeeded', attempts: 1 }])
 })
 
+t.test('closing gives back at once what was claimed but never started', async (t: T) => {
+  const { database } = await createTestDatabase(t)
+  // One slot: the first delivery is attempted, the next one waits claimed for the slot.
+  const app = await buildTestApp(t, { database, env: { ...ENV, WEBHOOK_CONCURRENCY: '1', SHUTDOWN_TIMEOUT: '10000' } })
+  await app.ready()
+  const { key } = await makeKey(app, everyScope)
+  const receiver = await startReceiver(t)
+  receiver.respond(async (_req, res) => { await sleep(1000); res.writeHead(200).end() })
+  const endpoint = await createEndpoint(app, key, receiver.url)
+  await writeEvents(database, 2)
+  await receiver.waitFor(1)
+  await until('both claimed', async () => (await deliveryRows(database, endpoint.id)).filter((r) => r.lease_until !== null).length === 2 ? true : undefined)
+  await app.close()
+  t.equal(receiver.received.length, 1, 'the waiting one was never sent')
+  const rows = (await deliveryRows(database, endpoint.id)).sort((x, y) => x.status.localeCompare(y.status))
+  t.match(rows, [{ status: 'pending', attempts: 0, lease_until: null, due: true }, { status: 'succeeded', attempts: 1 }], 'the attempt in flight finished; the waiting one was given back, due now')
+})
+
 t.test('an instance killed mid-attempt: another delivers within the lease', needsPostgres, async (t: T) => {
   const { database, url } = await createTestDatabase(t)
   // This instance only serves the API until the other is dead: its worker does not poll.
