@@ -49,11 +49,12 @@ export class DeliveryClient {
 
   constructor (options: DeliveryClientOptions) {
     const { policy } = options
+    const keepAlive = options.keepAliveMs > 0
     this.#agent = new Agent({
-      keepAliveTimeout: options.keepAliveMs,
-      keepAliveMaxTimeout: options.keepAliveMs,
-      // One request a connection at a time: a slow answer never holds up another delivery.
-      pipelining: 1,
+      ...(keepAlive ? { keepAliveTimeout: options.keepAliveMs, keepAliveMaxTimeout: options.keepAliveMs } : {}),
+      // One request a connection at a time, so a slow answer never holds up another delivery;
+      // 0 closes each connection after its answer.
+      pipelining: keepAlive ? 1 : 0,
       connect: (opts, callback) => {
         const origin = new URL(`${opts.protocol}//${opts.host}`)
         // The policy's own lookup resolves and checks the name for this socket alone.

@@ -39,6 +39,15 @@ t.test('one connection carries an endpoint\'s deliveries one after the other', a
   t.equal(receiver.connections(), 1, 'still the same connection after answers with bodies')
 })
 
+t.test('WEBHOOK_KEEP_ALIVE_MS=0: a new connection for each attempt', async (t) => {
+  const receiver = await startReceiver(t, '/hook', { keepAliveMs: 5000 })
+  receiver.respond((_req, res) => { res.writeHead(204).end() })
+  const client = new DeliveryClient({ policy: new WebhookUrlPolicy({ allowHttp: true, allowedHosts: ['127.0.0.1'] }), connectTimeoutMs: 2000, keepAliveMs: 0 })
+  t.teardown(() => client.close())
+  for (let n = 1; n <= 3; n++) t.match(await send(client, receiver.url, n), { ok: true, status: 204 })
+  t.equal(receiver.connections(), 3)
+})
+
 t.test('an answer past the byte limit drops its connection; the next delivery opens a new one', async (t) => {
   const receiver = await startReceiver(t, '/hook', { keepAliveMs: 5000 })
   // More than the limit, and the answer never ends: reading stops at the limit.
