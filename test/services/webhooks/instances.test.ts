@@ -226,7 +226,7 @@ t.test('closing gives back at once what was claimed but never started', async (t
 
 t.test('an instance killed mid-attempt: another delivers within the lease', needsPostgres, async (t: T) => {
   const { database, url } = await createTestDatabase(t)
-  // This instance only serves the API until the other is dead: its worker does not poll.
+  // This instance only serves the API until the other is dead: its worker is stopped.
   const api = await buildTestApp(t, { database, env: { ...ENV, WEBHOOK_POLL_MS: '3600000' } })
   const { key } = await makeKey(api, everyScope)
   const receiver = await startReceiver(t)
@@ -239,6 +239,8 @@ t.test('an instance killed mid-attempt: another delivers within the lease', need
     await new Promise((resolve) => res.once('close', resolve))
   })
   const endpoint = await createEndpoint(api, key, receiver.url)
+  // It would claim what it publishes itself: stopped, so only the process delivers.
+  await api.webhooks.worker.stop(0)
   const LEASE_MS = 4000
   const server = await startServer(root, { ...ENV, STOREFRONT_SOURCE: '1', DATABASE_URL: url!, WEBHOOK_LEASE_MS: String(LEASE_MS), WEBHOOK_TIMEOUT_MS: '3000', LOG_LEVEL: 'error' })
   t.teardown(() => { if (server.child.exitCode === null) server.child.kill('SIGKILL') })
@@ -269,6 +271,8 @@ t.test('SIGTERM while an attempt is in flight: the process gives it back before 
   const receiver = await startReceiver(t)
   receiver.respond(async (_req, res) => { await new Promise((resolve) => res.once('close', resolve)) })
   const endpoint = await createEndpoint(api, key, receiver.url)
+  // Only the process delivers: this instance would claim what it publishes itself.
+  await api.webhooks.worker.stop(0)
   const server = await startServer(root, { ...ENV, STOREFRONT_SOURCE: '1', DATABASE_URL: url!, SHUTDOWN_TIMEOUT: '2500', LOG_LEVEL: 'error' })
   t.teardown(() => { if (server.child.exitCode === null) server.child.kill('SIGKILL') })
   await writeEvents(database, 1)
