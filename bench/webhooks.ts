@@ -14,6 +14,11 @@
 // Receipt times are the receivers' wall clock, the database's timestamps its own: the same
 // clock only when the database is local (a remote one's skew is in the figures).
 //
+// Then, with PostgreSQL, a burst: BURST_EVENTS product events inserted at once (unpublished,
+// as a change would write them), so each receiver must get them all: deliveries a second from
+// the insert to the last receipt (publishing included) and the app's CPU per delivery then,
+// the worker's capacity rather than the order load's pace.
+//
 // Which events each receiver must get: every event published after the endpoints were
 // created (positions after the feed's last one then; nothing is written or published at that
 // moment) that the bench key may see, up to the last one published once the load has been
@@ -45,6 +50,8 @@ interface Expected { occurred: number, published?: number }
 /** The feed's publication lag (READ_SETTLE_MS 750 ms, publishing every 50 ms) and some room: after it a quiet feed shows everything. */
 const FEED_SETTLE_MS = 1500
 const POLL_MS = 250
+/** Events of the burst (each to every receiver). */
+const BURST_EVENTS = 3000
 
 async function api (options: WebhookBenchOptions, method: string, path: string, body?: unknown): Promise<unknown> {
   const res = await fetch(`${options.baseUrl}${path}`, {
@@ -135,6 +142,39 @@ function tally (expected: Map<number, Expected>, logs: ReceiverLog[]) {
   return { latencies, fromPublished, publishLag, duplicates, undelivered, unexpected, malformed, first, last }
 }
 
+type Receivers = Awaited<ReturnType<typeof startReceivers>>
+
+/**
+ * The burst: BURST_EVENTS events at once, and how fast every receiver got them (`before`:
+ * what each had received until then).
+ */
+async function runBurst (monitor: postgres.Sql, options: WebhookBenchOptions, receivers: Receivers, before: number[]): Promise<Record<string, number>> {
+  const cpuBefore = cpuTimeOf(options.appPid)
+  const insertedAt = performance.timeOrigin + performance.now()
+  await monitor`insert into change_events (type, resource_id, data) select 'product.updated', gen_random_uuid(), '{}'::jsonb from generate_series(1, ${BURST_EVENTS})`
+  const started = performance.now()
+  let counts = await receivers.counts()
+  while (counts.some((n, i) => n - before[i]! < BURST_EVENTS) && performance.now() - started < options.waitLimitMs) {
+    await sleep(POLL_MS / 5)
+    counts = await receivers.counts()
+  }
+  const cpuMs = cpuTimeOf(options.appPid) - cpuBefore
+  const logs = await receivers.report()
+  const delivered = logs.reduce((n, log, i) => n + log.positions.length - before[i]!, 0)
+  const last = Math.max(...logs.map((log) => log.times.at(-1) ?? 0))
+  const first = Math.min(...logs.map((log, i) => log.times[before[i]!] ?? Infinity))
+  const seconds = (last - insertedAt) / 1000
+  return {
+    burstEvents: BURST_EVENTS,
+    burstDelivered: delivered,
+    burstDeliveriesPerSecond: delivered / seconds,
+    burstSeconds: seconds,
+    /** From the first receipt: without the publisher's first run. */
+    burstFromFirstPerSecond: delivered > 1 && last > first ? (delivered - 1) / ((last - first) / 1000) : NaN,
+    burstAppCpuMsPerDelivery: cpuMs / Math.max(1, delivered)
+  }
+}
+
 /**
  * Starts the receivers and subscribes an endpoint to each (every event type); returns what
  * ends the scenario once its load has been worked off: waits for every delivery (up to the
@@ -174,6 +214,7 @@ export async function setUpWebhooks (options: WebhookBenchOptions): Promise<() =
     const drainCpuMs = cpuTimeOf(options.appPid) - cpuBefore
     const waitedMs = performance.now() - started
     const t = tally(expected, logs)
+    const burst = options.monitor ? await runBurst(options.monitor, options, receivers, logs.map((log) => log.positions.length)) : {}
     for (const id of endpoints) await api(options, 'DELETE', `/external/v1/webhooks/${id}`)
     await receivers.stop()
     const delivered = want - t.undelivered
@@ -203,7 +244,8 @@ export async function setUpWebhooks (options: WebhookBenchOptions): Promise<() =
       deliveriesPerSecond: delivered > 1 && t.last > t.first ? (delivered - 1) / ((t.last - t.first) / 1000) : NaN,
       waitSeconds: waitedMs / 1000,
       drained,
-      ...(drained > 0 ? { drainAppCpuMsPerDelivery: drainCpuMs / drained } : {})
+      ...(drained > 0 ? { drainAppCpuMsPerDelivery: drainCpuMs / drained } : {}),
+      ...burst
     }
   }
 }

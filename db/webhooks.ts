@@ -245,71 +245,76 @@ const held = (claim: ClaimedDelivery) => sql`id = ${claim.id}::bigint and lease_
  */
 export const LAST_SUCCESS_REFRESH_SECONDS = 60
 
-/** A 2xx: the delivery succeeded, and its endpoint is no longer failing. False when the lease was lost. */
-export async function recordSuccess (db: Tx, claim: ClaimedDelivery, outcome: { status: number, at: Date }): Promise<boolean> {
-  const rows = await execute<{ id: string }>(db, sql`
-    with done as (
-      update webhook_deliveries set status = 'succeeded', attempts = attempts + 1, last_attempt_at = ${outcome.at.toISOString()}::timestamptz,
-        last_response_status = ${outcome.status}, next_attempt_at = null, lease_until = null
-      where ${held(claim)} returning endpoint_id
-    ), endpoint as (
-      update webhook_endpoints set last_success_at = now(), failing_since = null where id = (select endpoint_id from done)
-        and (failing_since is not null or last_success_at is null or last_success_at < now() - make_interval(secs => ${LAST_SUCCESS_REFRESH_SECONDS}))
-    )
-    select endpoint_id::text as id from done`)
-  return rows.length > 0
+/**
+ * An attempt's outcome: a 2xx (`ok`), or a failure due again at `nextAttemptAt` (failed for
+ * good when that is null).
+ */
+export interface AttemptOutcome { claim: ClaimedDelivery, ok: boolean, status: number | null, at: Date, nextAttemptAt: Date | null }
+
+export interface EndpointRule {
+  /** An endpoint failing with no success for this long is disabled… */
+  disableAfterMs: number
+  /** …with this disabledReason. */
+  reason: string
 }
 
-export interface SuccessOutcome { claim: ClaimedDelivery, status: number, at: Date }
-
 /**
- * Several successes in one statement (the worker buffers them for a few ms). Each row is
- * recorded only while its lease holds, as recordSuccess does; their endpoints are touched
- * once each, and only when failing or their last_success_at is stale. Returns the ids recorded.
+ * Records a batch of outcomes in one statement (the worker gathers those that end while a
+ * write is under way). Each row is written only while its lease holds; outcomes of a lost
+ * lease are dropped (its new holder attempts again: at least once). Each endpoint touched is
+ * updated once, as the batch's outcomes for it in the order of their attempts say:
+ * - ending on a success: no longer failing (last_success_at written when it was failing or
+ *   is over LAST_SUCCESS_REFRESH_SECONDS old, so successes do not queue on its lock);
+ * - ending on a failure after a success of the batch: failing since now;
+ * - only failures: failing since its first failure after its last success, and disabled with
+ *   the rule's reason once that is longer ago than the rule's window.
+ * Endpoint rows are locked in id order, after the deliveries (as deleteEndpoint locks them),
+ * so instances recording at once never deadlock. Returns the ids recorded and the endpoints
+ * disabled now.
  */
-export async function recordSuccesses (db: Tx, outcomes: readonly SuccessOutcome[]): Promise<Set<string>> {
-  if (outcomes.length === 0) return new Set()
-  const input = JSON.stringify(outcomes.map((o) => ({ id: o.claim.id, lease: o.claim.lease, status: o.status, at: o.at.toISOString() })))
-  const rows = await execute<{ id: string }>(db, sql`
+export async function recordOutcomes (db: Tx, outcomes: readonly AttemptOutcome[], rule: EndpointRule): Promise<{ recorded: Set<string>, disabled: Set<string> }> {
+  if (outcomes.length === 0) return { recorded: new Set(), disabled: new Set() }
+  const input = JSON.stringify(outcomes.map((o) => ({
+    id: o.claim.id, lease: o.claim.lease, ok: o.ok, status: o.status, at: o.at.toISOString(), next: o.ok ? null : o.nextAttemptAt?.toISOString() ?? null
+  })))
+  const window = sql`make_interval(secs => ${rule.disableAfterMs / 1000})`
+  const rows = await execute<{ kind: 'delivery' | 'disabled', id: string }>(db, sql`
     with input as (
-      select * from jsonb_to_recordset(${input}::jsonb) as i(id bigint, lease timestamptz, status int, at timestamptz)
+      select * from jsonb_to_recordset(${input}::jsonb) as i(id bigint, lease timestamptz, ok boolean, status int, at timestamptz, next timestamptz)
     ), done as (
-      update webhook_deliveries d set status = 'succeeded', attempts = d.attempts + 1, last_attempt_at = i.at,
-        last_response_status = i.status, next_attempt_at = null, lease_until = null
+      update webhook_deliveries d set attempts = d.attempts + 1, last_attempt_at = i.at, last_response_status = i.status, lease_until = null,
+        status = case when i.ok then 'succeeded' when i.next is null then 'failed' else 'pending' end,
+        next_attempt_at = case when i.ok then null else i.next end
       from input i where d.id = i.id and d.lease_until = i.lease
-      returning d.id, d.endpoint_id
-    ), endpoint as (
-      update webhook_endpoints set last_success_at = now(), failing_since = null where id in (select endpoint_id from done)
-        and (failing_since is not null or last_success_at is null or last_success_at < now() - make_interval(secs => ${LAST_SUCCESS_REFRESH_SECONDS}))
-    )
-    select id::text from done`)
-  return new Set(rows.map((r) => r.id))
-}
-
-/**
- * A failed attempt: due again at `nextAttemptAt`, or failed for good when that is null. The
- * endpoint is failing since its first failure after its last success; once that is longer
- * ago than `disableAfterMs`, it is disabled with `reason`. Returns whether it was recorded and
- * whether the endpoint was disabled now.
- */
-export async function recordFailure (db: Tx, claim: ClaimedDelivery, outcome: { status: number | null, at: Date, nextAttemptAt: Date | null, disableAfterMs: number, reason: string }): Promise<{ recorded: boolean, disabled: boolean }> {
-  const rows = await execute<{ recorded: boolean, disabled: boolean }>(db, sql`
-    with done as (
-      update webhook_deliveries set attempts = attempts + 1, last_attempt_at = ${outcome.at.toISOString()}::timestamptz,
-        last_response_status = ${outcome.status}, lease_until = null,
-        status = ${outcome.nextAttemptAt === null ? 'failed' : 'pending'},
-        next_attempt_at = ${outcome.nextAttemptAt?.toISOString() ?? null}::timestamptz
-      where ${held(claim)} returning endpoint_id
+      returning d.id, d.endpoint_id, i.ok, i.at
+    ), touched as (
+      select endpoint_id, max(at) filter (where ok) as last_ok, max(at) filter (where not ok) as last_failure
+      from done group by endpoint_id
+    ), locked as (
+      select w.id, t.last_ok, t.last_failure, w.failing_since, w.status,
+        w.status = 'enabled' and t.last_ok is null and w.failing_since <= now() - ${window} as disabling
+      from webhook_endpoints w join touched t on t.endpoint_id = w.id
+      where t.last_failure is not null or w.failing_since is not null or w.last_success_at is null
+        or w.last_success_at < now() - make_interval(secs => ${LAST_SUCCESS_REFRESH_SECONDS})
+      order by w.id for update of w
     ), endpoint as (
       update webhook_endpoints w set
-        failing_since = coalesce(w.failing_since, now()),
-        status = case when w.status = 'enabled' and w.failing_since <= now() - make_interval(secs => ${outcome.disableAfterMs / 1000}) then 'disabled' else w.status end,
-        disabled_reason = case when w.status = 'enabled' and w.failing_since <= now() - make_interval(secs => ${outcome.disableAfterMs / 1000}) then ${outcome.reason} else w.disabled_reason end
-      where w.id = (select endpoint_id from done)
-      returning (w.status = 'disabled' and w.disabled_reason = ${outcome.reason}) as disabled
+        last_success_at = case when l.last_ok is null then w.last_success_at else now() end,
+        failing_since = case
+          when l.last_failure is null or l.last_failure < l.last_ok then null
+          when l.last_ok is not null then now()
+          else coalesce(w.failing_since, now()) end,
+        status = case when l.disabling then 'disabled' else w.status end,
+        disabled_reason = case when l.disabling then ${rule.reason} else w.disabled_reason end
+      from locked l where w.id = l.id
+      returning w.id, l.disabling
     )
-    select exists (select 1 from done) as recorded, coalesce((select disabled from endpoint), false) as disabled`)
-  return rows[0]!
+    select 'delivery' as kind, id::text from done
+    union all select 'disabled', id::text from endpoint where disabling`)
+  const recorded = new Set<string>()
+  const disabled = new Set<string>()
+  for (const row of rows) (row.kind === 'delivery' ? recorded : disabled).add(row.id)
+  return { recorded, disabled }
 }
 
 /** Gives a claimed delivery back unattempted (shutdown): due at once, the attempt not counted. */

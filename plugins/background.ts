@@ -136,7 +136,10 @@ export default fp(async function backgroundPlugin (app) {
   // Publishing also queues the events' webhook deliveries; retention deletes published events
   // and finished deliveries in batches. Each job is safe on every instance of a fleet at once
   // (publishing runs on one at a time).
-  periodic('event publishing', config.EVENT_PUBLISH_MS, () => publishChanges(database))
+  periodic('event publishing', config.EVENT_PUBLISH_MS, async () => {
+    // The deliveries it queued are claimed at once here; other instances find them at their poll.
+    if (await publishChanges(database) > 0) worker.wake()
+  })
   periodic('changes retention', config.CHANGES_PRUNE_MS, () => forgetOldChanges(database, config.CHANGES_RETENTION_DAYS))
   periodic('webhook deliveries retention', config.CHANGES_PRUNE_MS, () => forgetOldDeliveries(database, config.CHANGES_RETENTION_DAYS))
   periodic('discount sweep', config.DISCOUNT_SWEEP_MS, () => markDiscountBoundaries(database, catalogCache, config.DISCOUNT_SWEEP_LOOKBACK_MS))

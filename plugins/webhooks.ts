@@ -25,6 +25,7 @@ export default fp<{ resolve?: Resolver }>(async function webhooksPlugin (app, op
     leaseMs: config.WEBHOOK_LEASE_MS,
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     maxResponseBytes: config.WEBHOOK_MAX_RESPONSE_BYTES,
+    keepAliveMs: config.WEBHOOK_KEEP_ALIVE_MS,
     retryMs: retryScheduleMs(config.WEBHOOK_RETRY_SCHEDULE),
     jitter: 0.2,
     disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,

@@ -42,6 +42,8 @@ export interface Receiver {
   verifies: (request: Received, secret: string) => boolean
   /** TCP connections accepted so far (a refused address opens none). */
   connections: () => number
+  /** Closes every connection the receiver holds (as a receiver's idle timeout would). */
+  dropConnections: () => void
   /** Requests with this webhook-id. */
   hits: (id: string) => Received[]
   /** Resolves once `count` requests (in all) have come, or rejects after `timeoutMs`. */
@@ -49,7 +51,7 @@ export interface Receiver {
   close: () => Promise<void>
 }
 
-export async function startReceiver (t: TestContext, path = '/hook'): Promise<Receiver> {
+export async function startReceiver (t: TestContext, path = '/hook', options: { keepAliveMs?: number } = {}): Promise<Receiver> {
   const received: Received[] = []
   let responder: Responder = (_req, res) => { res.writeHead(200).end('ok') }
   const waiters: Array<() => void> = []
@@ -80,7 +82,7 @@ export async function startReceiver (t: TestContext, path = '/hook'): Promise<Re
   })
   let connections = 0
   server.on('connection', () => { connections++ })
-  server.keepAliveTimeout = 100
+  server.keepAliveTimeout = options.keepAliveMs ?? 100
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   const { port } = server.address() as AddressInfo
@@ -103,6 +105,7 @@ export async function startReceiver (t: TestContext, path = '/hook'): Promise<Re
       }
     },
     connections: () => connections,
+    dropConnections: () => server.closeAllConnections(),
     hits: (id) => received.filter((r) => r.id === id),
     waitFor: async (count, timeoutMs = 15_000) => {
       const deadline = Date.now() + timeoutMs

@@ -1,10 +1,13 @@
-// One delivery attempt: POST the signed body to the endpoint, over a fresh connection whose
-// address passes the URL policy; a 2xx within the timeout is success. Redirects are not
-// followed (a 3xx is a failure), and at most a few kilobytes of the answer are read.
-import { request as httpRequest, type IncomingMessage } from 'node:http'
-import { request as httpsRequest } from 'node:https'
+// Delivery attempts: POST the signed body to the endpoint and tell whether a 2xx came within
+// the timeout. Connections are kept alive and reused per origin (one undici Agent per
+// worker), and every new socket goes through the URL policy in its own connect hook: the
+// DNS answer it connects to, and the address it actually reached, are checked before the
+// connection joins the pool, so a name that resolves elsewhere later gains nothing from a
+// pooled connection. Redirects are not followed (a 3xx is a failure), and at most a few
+// kilobytes of the answer are read (past that the connection is dropped, not reused).
 import type { Socket } from 'node:net'
-import type { WebhookUrlPolicy } from './url-policy.ts'
+import { Agent, buildConnector } from 'undici'
+import { RefusedAddressError, type WebhookUrlPolicy } from './url-policy.ts'
 
 export interface AttemptInput {
   url: string
@@ -13,7 +16,6 @@ export interface AttemptInput {
 }
 
 export interface AttemptOptions {
-  policy: WebhookUrlPolicy
   timeoutMs: number
   maxResponseBytes: number
   /** Aborted at shutdown: the attempt ends at once and does not count. */
@@ -30,58 +32,100 @@ export interface AttemptResult {
   aborted?: boolean
 }
 
-export function attemptDelivery (input: AttemptInput, options: AttemptOptions): Promise<AttemptResult> {
-  const url = new URL(input.url)
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest
-  return new Promise<AttemptResult>((resolve) => {
-    let settled = false
-    const finish = (result: AttemptResult) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      options.signal?.removeEventListener('abort', onAbort)
-      req.destroy()
-      resolve(result)
-    }
-    const body = Buffer.from(input.body)
-    const req = send(url, {
-      method: 'POST',
-      headers: { ...input.headers, 'content-length': String(body.length), 'user-agent': 'storefront-api-webhooks/1', connection: 'close' },
-      // A connection of its own: its address is checked by this lookup, never reused.
-      agent: false,
-      lookup: options.policy.lookupFor(url)
+export interface DeliveryClientOptions {
+  policy: WebhookUrlPolicy
+  /** How long a new connection may take to open (DNS, TCP, TLS): the attempt's own timeout. */
+  connectTimeoutMs: number
+  /** How long an idle connection is kept for the next delivery (a receiver's Keep-Alive hint shortens it). */
+  keepAliveMs: number
+}
+
+const USER_AGENT = 'storefront-api-webhooks/1'
+
+export class DeliveryClient {
+  readonly #agent: Agent
+  /** New sockets opened so far (connections the policy let through): what reuse saves. */
+  connections = 0
+
+  constructor (options: DeliveryClientOptions) {
+    const { policy } = options
+    const keepAlive = options.keepAliveMs > 0
+    this.#agent = new Agent({
+      ...(keepAlive ? { keepAliveTimeout: options.keepAliveMs, keepAliveMaxTimeout: options.keepAliveMs } : {}),
+      // One request a connection at a time, so a slow answer never holds up another delivery;
+      // 0 closes each connection after its answer.
+      pipelining: keepAlive ? 1 : 0,
+      connect: (opts, callback) => {
+        const origin = new URL(`${opts.protocol}//${opts.host}`)
+        // The policy's own lookup resolves and checks the name for this socket alone.
+        const connect = buildConnector({ timeout: options.connectTimeoutMs, lookup: policy.lookupFor(origin) })
+        connect(opts, (err, socket) => {
+          if (err !== null) {
+            callback(err, null)
+            return
+          }
+          // IP literals are never looked up: the address connected to is checked here too.
+          const refused = policy.refusedPeer(origin, (socket as Socket).remoteAddress)
+          if (refused !== null) {
+            socket.destroy()
+            callback(new RefusedAddressError(refused), null)
+            return
+          }
+          this.connections++
+          callback(null, socket)
+        })
+      }
     })
-    // The status counts once it came in time, however slowly the body follows.
+  }
+
+  async attempt (input: AttemptInput, options: AttemptOptions): Promise<AttemptResult> {
+    const { signal } = options
+    const shutDown = () => signal?.aborted === true
+    if (shutDown()) return { ok: false, status: null, error: 'aborted', aborted: true }
+    const url = new URL(input.url)
+    const abort = new AbortController()
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      abort.abort()
+    }, options.timeoutMs)
+    const onAbort = () => abort.abort()
+    signal?.addEventListener('abort', onAbort)
     let answered: AttemptResult | null = null
-    const timer = setTimeout(() => finish(answered ?? { ok: false, status: null, error: `no answer within ${options.timeoutMs} ms` }), options.timeoutMs)
-    const onAbort = () => finish({ ok: false, status: null, error: 'aborted', aborted: true })
-    options.signal?.addEventListener('abort', onAbort)
-    req.on('socket', (socket: Socket) => {
-      socket.once('connect', () => {
-        // IP literals are never looked up: the address connected to is checked here too.
-        const refused = options.policy.refusedPeer(url, socket.remoteAddress)
-        if (refused !== null) finish({ ok: false, status: null, error: refused })
+    try {
+      const res = await this.#agent.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: 'POST',
+        headers: { ...input.headers, 'user-agent': USER_AGENT },
+        body: input.body,
+        signal: abort.signal
       })
-    })
-    req.on('error', (err) => finish({ ok: false, status: null, error: err.message }))
-    req.on('response', (res: IncomingMessage) => {
-      const status = res.statusCode ?? 0
-      const result = { ok: status >= 200 && status < 300, status }
-      answered = result
+      // The status counts once it came in time, however slowly the body follows.
+      answered = { ok: res.statusCode >= 200 && res.statusCode < 300, status: res.statusCode }
       let read = 0
-      res.on('data', (chunk: Buffer) => {
-        read += chunk.length
+      for await (const chunk of res.body) {
+        read += (chunk as Buffer).length
         // Enough of it: the rest is the receiver's business, the connection is dropped.
-        if (read >= options.maxResponseBytes) finish(result)
-      })
-      res.on('end', () => finish(result))
-      res.on('error', () => finish(result))
-      res.on('aborted', () => finish(result))
-    })
-    if (options.signal?.aborted === true) {
-      onAbort()
-      return
+        if (read >= options.maxResponseBytes) {
+          res.body.destroy()
+          break
+        }
+      }
+      return answered
+    } catch (err) {
+      if (answered !== null) return answered
+      if (timedOut) return { ok: false, status: null, error: `no answer within ${options.timeoutMs} ms` }
+      if (shutDown()) return { ok: false, status: null, error: 'aborted', aborted: true }
+      return { ok: false, status: null, error: (err as Error).message }
+    } finally {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
     }
-    req.end(body)
-  })
+  }
+
+  /** Closes every pooled connection (the worker's stop, after its last attempt). */
+  async close (): Promise<void> {
+    await this.#agent.destroy()
+  }
 }

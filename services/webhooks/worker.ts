@@ -1,15 +1,18 @@
 // Each instance's delivery worker: it claims the deliveries that are due (up to its
-// concurrency), attempts them without waiting, and records each outcome. It claims again at
-// once whenever an attempt ends or a claim came back full, one claim at a time; the timer
-// only polls while idle, so a busy instance keeps pace with its receivers. Claims are
+// concurrency), attempts them without waiting over connections kept alive per endpoint
+// (attempt.ts), and records the outcomes in batches. It claims again at once whenever an
+// attempt ends, a claim came back full or this instance published events (wake); the timer
+// only polls while idle, for what other instances published and for retries that come due,
+// so a busy instance keeps pace with its receivers. Outcomes are written one statement at a
+// time: those that end while a write is under way go together in the next. Claims are
 // leases, so several instances never attempt the same delivery at once and one that dies
 // mid-attempt leaves it to another when the lease ends. On stop it claims nothing more,
 // waits for attempts in flight, and gives back unattempted those it cannot finish in time.
 import type { Database } from '../../db/client.ts'
-import { claimDeliveries, recordFailure, recordSuccesses, releaseDelivery, type ClaimedDelivery, type SuccessOutcome } from '../../db/webhooks.ts'
+import { claimDeliveries, recordOutcomes, releaseDelivery, type AttemptOutcome as Outcome, type ClaimedDelivery } from '../../db/webhooks.ts'
 import { eventIdOf } from '../../lib/event-id.ts'
 import { signatureHeader } from '../../lib/webhook-signature.ts'
-import { attemptDelivery, type AttemptResult } from './attempt.ts'
+import { DeliveryClient, type AttemptResult } from './attempt.ts'
 import type { WebhookUrlPolicy } from './url-policy.ts'
 
 export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'released'
@@ -21,6 +24,8 @@ export interface WorkerOptions {
   leaseMs: number
   timeoutMs: number
   maxResponseBytes: number
+  /** How long an idle connection to an endpoint is kept for its next delivery. */
+  keepAliveMs: number
   /** The wait before each retry, ms; after the last the delivery has failed. */
   retryMs: readonly number[]
   /** Each wait is moved by up to this fraction either way, so retries of many deliveries spread out. */
@@ -47,27 +52,49 @@ export function disabledReasonFor (disableAfterMs: number): string {
 
 interface InFlight { claim: ClaimedDelivery, abort: AbortController, done: Promise<void> }
 
-/** How long a success waits for others to be recorded with it in one statement. */
-export const RECORD_BATCH_MS = 5
+/**
+ * Deliveries held per slot of concurrency, in flight or claimed and waiting for a slot: a
+ * claim's round trip is hidden behind the attempts of the one before, however slow it is.
+ */
+const QUEUED_PER_SLOT = 2
 
-interface Waiting { outcome: SuccessOutcome, resolve: (recorded: boolean) => void, reject: (err: unknown) => void }
+/** Outcomes waiting to be written, per slot of concurrency, before claiming pauses. */
+const UNWRITTEN_PER_SLOT = 4
+
+interface Waiting { outcome: Outcome, resolve: (recorded: boolean) => void, reject: (err: unknown) => void }
 
 export class WebhookWorker {
   readonly #database: Database
   readonly #options: WorkerOptions
   readonly #inFlight = new Map<string, InFlight>()
+  /** Outcomes not yet written (their attempts have ended). */
+  readonly #recording = new Set<Promise<void>>()
+  /** Claimed, waiting for a free slot: the next claim runs while these are attempted. */
+  readonly #queued: ClaimedDelivery[] = []
   #timer: NodeJS.Timeout | undefined
   #polling: Promise<number> | null = null
   /** Set when something asked for a claim while one was under way: claim again after it. */
   #again = false
   #stopping = false
-  /** Successes buffered for the next batch, written RECORD_BATCH_MS after the first. */
-  #successes: Waiting[] = []
-  #flushTimer: NodeJS.Timeout | undefined
+  /** Outcomes waiting for the next write; `#writing` is the write under way. */
+  #outcomes: Waiting[] = []
+  #writing = false
+  readonly #client: DeliveryClient
 
   constructor (database: Database, options: WorkerOptions) {
     this.#database = database
     this.#options = options
+    this.#client = new DeliveryClient({ policy: options.policy, connectTimeoutMs: options.timeoutMs, keepAliveMs: options.keepAliveMs })
+  }
+
+  /** Connections opened to endpoints so far (each checked by the URL policy); reuse keeps it low. */
+  get connections (): number {
+    return this.#client.connections
+  }
+
+  /** Claims at once rather than at the next poll: this instance has just queued deliveries. */
+  wake (): void {
+    this.#pump()
   }
 
   get inFlight (): number {
@@ -99,19 +126,34 @@ export class WebhookWorker {
       return
     }
     this.#again = false
-    const room = this.#options.concurrency - this.#inFlight.size
+    const room = this.#room()
     if (room <= 0) return
     this.poll().then((claimed) => {
       if (this.#again || (claimed >= room && claimed > 0)) this.#pump()
     }, (err: unknown) => this.#options.onError?.(err, 'claiming deliveries'))
   }
 
+  /**
+   * How many more deliveries to claim: free slots, none while outcomes pile up unwritten
+   * (a slow or unreachable database), so memory stays bounded and nothing outlives its lease.
+   */
+  #room (): number {
+    if (this.#recording.size >= this.#options.concurrency * UNWRITTEN_PER_SLOT) return 0
+    return QUEUED_PER_SLOT * this.#options.concurrency - this.#inFlight.size - this.#queued.length
+  }
+
   async #claim (): Promise<number> {
-    const room = this.#options.concurrency - this.#inFlight.size
+    const room = this.#room()
     if (room <= 0) return 0
     const claims = await claimDeliveries(this.#database.db, room, this.#options.leaseMs)
-    for (const claim of claims) this.#launch(claim)
+    this.#queued.push(...claims)
+    this.#drain()
     return claims.length
+  }
+
+  /** Starts queued deliveries while slots are free. */
+  #drain (): void {
+    while (!this.#stopping && this.#inFlight.size < this.#options.concurrency && this.#queued.length > 0) this.#launch(this.#queued.shift()!)
   }
 
   #launch (claim: ClaimedDelivery): void {
@@ -120,6 +162,7 @@ export class WebhookWorker {
       .catch((err: unknown) => this.#options.onError?.(err, `delivering ${eventIdOf(claim.position)}`))
       .finally(() => {
         this.#inFlight.delete(claim.id)
+        this.#drain()
         this.#pump()
       })
     this.#inFlight.set(claim.id, { claim, abort, done })
@@ -130,7 +173,7 @@ export class WebhookWorker {
     const body = deliveryBody(claim)
     const at = new Date()
     const timestamp = Math.floor(at.getTime() / 1000)
-    const result = await attemptDelivery({
+    const result = await this.#client.attempt({
       url: claim.url,
       body,
       headers: {
@@ -139,7 +182,7 @@ export class WebhookWorker {
         'webhook-timestamp': String(timestamp),
         'webhook-signature': signatureHeader(claim.secrets, id, timestamp, body)
       }
-    }, { policy: this.#options.policy, timeoutMs: this.#options.timeoutMs, maxResponseBytes: this.#options.maxResponseBytes, signal })
+    }, { timeoutMs: this.#options.timeoutMs, maxResponseBytes: this.#options.maxResponseBytes, signal })
     // Only an attempt the abort itself ended is given back: one that finished first is recorded.
     if (result.aborted === true) {
       // Cut short by the shutdown: not an attempt the receiver should be blamed for.
@@ -147,7 +190,18 @@ export class WebhookWorker {
       this.#options.onOutcome?.('released')
       return
     }
-    await this.#record(claim, result, at)
+    // The slot is free once the receiver answered: the outcome is written with the next batch
+    // while other attempts go on (the lease keeps the delivery this instance's until then).
+    this.#track(this.#record(claim, result, at).catch((err: unknown) => this.#options.onError?.(err, `recording ${id}`)))
+  }
+
+  /** An outcome being written: claims pause while too many are, and stop waits for them all. */
+  #track (recording: Promise<void>): void {
+    this.#recording.add(recording)
+    recording.finally(() => {
+      this.#recording.delete(recording)
+      this.#pump()
+    }).catch(() => {})
   }
 
   /**
@@ -171,41 +225,41 @@ export class WebhookWorker {
   async #write (claim: ClaimedDelivery, result: AttemptResult, at: Date): Promise<AttemptOutcome> {
     if (result.ok) {
       // Not recorded when the lease was lost: the new holder attempts it again (at least once).
-      await this.#recordSuccess({ claim, status: result.status!, at })
+      await this.#recordOutcome({ claim, ok: true, status: result.status, at, nextAttemptAt: null })
       return 'succeeded'
     }
     const delay = this.#options.retryMs[claim.attempts]
     const nextAttemptAt = delay === undefined ? null : new Date(Date.now() + this.#jittered(delay))
-    await recordFailure(this.#database.db, claim, {
-      status: result.status,
-      at,
-      nextAttemptAt,
-      disableAfterMs: this.#options.disableAfterMs,
-      reason: disabledReasonFor(this.#options.disableAfterMs)
-    })
+    await this.#recordOutcome({ claim, ok: false, status: result.status, at, nextAttemptAt })
     return nextAttemptAt === null ? 'failed' : 'retrying'
   }
 
   /**
-   * Buffers a success for the next batch: one statement records the successes of the few ms.
-   * Settles once written (or failed, so the caller retries it like any write); stop flushes
-   * by itself, as every in-flight attempt waits for its batch.
+   * Adds an outcome to the next write: at once when none is under way, else right after it,
+   * with whatever else ended meanwhile. Settles once written (or failed, so the caller
+   * retries it like any write); stop waits for it, as every in-flight attempt waits for its
+   * outcome to be written.
    */
-  #recordSuccess (outcome: SuccessOutcome): Promise<boolean> {
+  #recordOutcome (outcome: Outcome): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.#successes.push({ outcome, resolve, reject })
-      if (this.#flushTimer === undefined) this.#flushTimer = setTimeout(() => { this.#flush() }, RECORD_BATCH_MS)
+      this.#outcomes.push({ outcome, resolve, reject })
+      this.#flush()
     })
   }
 
   #flush (): void {
-    const batch = this.#successes
-    this.#successes = []
-    this.#flushTimer = undefined
-    recordSuccesses(this.#database.db, batch.map((w) => w.outcome)).then(
-      (recorded) => { for (const w of batch) w.resolve(recorded.has(w.outcome.claim.id)) },
+    if (this.#writing || this.#outcomes.length === 0) return
+    const batch = this.#outcomes
+    this.#outcomes = []
+    this.#writing = true
+    const rule = { disableAfterMs: this.#options.disableAfterMs, reason: disabledReasonFor(this.#options.disableAfterMs) }
+    recordOutcomes(this.#database.db, batch.map((w) => w.outcome), rule).then(
+      ({ recorded }) => { for (const w of batch) w.resolve(recorded.has(w.outcome.claim.id)) },
       (err: unknown) => { for (const w of batch) w.reject(err) }
-    )
+    ).finally(() => {
+      this.#writing = false
+      this.#flush()
+    })
   }
 
   #jittered (ms: number): number {
@@ -213,19 +267,27 @@ export class WebhookWorker {
   }
 
   /**
-   * Stops claiming and waits up to `waitMs` for the attempts in flight; those still running
-   * then are aborted and given back (their lease cleared, the attempt not counted).
+   * Stops claiming, gives back what was claimed but not started, and waits up to `waitMs`
+   * for the attempts in flight; those still running then are aborted and given back (their
+   * lease cleared, the attempt not counted).
    */
   async stop (waitMs: number): Promise<void> {
     this.#stopping = true
     clearInterval(this.#timer)
-    // A claim under way still launches what it claimed: those are waited for like the rest.
+    // A claim under way finishes; what it claimed is queued, never started.
     await this.#polling?.catch(() => {})
+    // Claimed but never started: given back at once, for another instance to take.
+    await Promise.allSettled(this.#queued.splice(0).map(async (claim) => {
+      await releaseDelivery(this.#database.db, claim)
+      this.#options.onOutcome?.('released')
+    }))
     const all = () => Promise.allSettled([...this.#inFlight.values()].map((f) => f.done))
     let timer: NodeJS.Timeout | undefined
     await Promise.race([all(), new Promise((resolve) => { timer = setTimeout(resolve, waitMs) })])
     clearTimeout(timer)
     for (const flight of this.#inFlight.values()) flight.abort.abort()
     await all()
+    await Promise.allSettled([...this.#recording])
+    await this.#client.close()
   }
 }

@@ -91,6 +91,7 @@ t.test('nothing starts a timer when it is built, only when the app is ready', as
     leaseMs: 2000,
     timeoutMs: 1000,
     maxResponseBytes: 1000,
+    keepAliveMs: 1000,
     retryMs: [],
     jitter: 0,
     disableAfterMs: 1000

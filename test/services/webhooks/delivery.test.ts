@@ -9,7 +9,7 @@ import t from 'tap'
 import type { App } from '../../../app.ts'
 import { execute } from '../../../db/client.ts'
 import { recordEvents } from '../../../db/events.ts'
-import { claimDeliveries, recordSuccesses } from '../../../db/webhooks.ts'
+import { claimDeliveries, recordOutcomes } from '../../../db/webhooks.ts'
 import { SCOPES, type Scope } from '../../../lib/api-key-secret.ts'
 import { WebhookPayload } from '../../../schemas/webhooks.ts'
 import { forgetOldDeliveries } from '../../../services/webhooks/deliveries.ts'
@@ -421,7 +421,7 @@ t.test('deleting an endpoint deletes its deliveries', async (t) => {
 })
 
 t.test('metrics: attempts by outcome, and the age of the oldest due delivery', async (t) => {
-  // The worker does not poll by itself here: the test says when it claims.
+  // The worker does not poll by itself here: publishing wakes it, then the test says when it claims.
   // The retry is due only a little later: the claim made as the first attempt ends finds nothing.
   const app = await testApp(t, { WEBHOOK_POLL_MS: '3600000', WEBHOOK_RETRY_SCHEDULE: '0.5' })
   const { key } = await makeKey(app, everyScope)
@@ -433,13 +433,12 @@ t.test('metrics: attempts by outcome, and the age of the oldest due delivery', a
   const AGE = /^storefront_webhook_oldest_due_seconds ([\d.e+-]+)$/m
   t.equal(await metric(AGE), 0, 'nothing waits')
   await productEvent(app)
-  await until('the delivery to be queued', async () => (await client.deliveries(endpoint.id)).total === 1 ? true : undefined)
-  await sleep(1200)
-  t.ok(await metric(AGE) >= 1, 'a due delivery nobody claimed: its age')
-  await app.webhooks.worker.poll()
+  // Claimed as it is published (the publisher wakes this instance's worker), not at a poll.
   await until('the first attempt', async () => (await client.deliveries(endpoint.id)).items[0]?.attempts === 1 ? true : undefined)
   t.equal(await metric(/^storefront_webhook_attempts_total\{outcome="retrying"\} (\d+)$/m), 1, 'a failed attempt to retry')
   await until('the retry to be due', async () => (await client.deliveries(endpoint.id)).items[0]?.nextAttemptAt! <= new Date().toISOString() ? true : undefined)
+  await sleep(1200)
+  t.ok(await metric(AGE) >= 1, 'a due delivery nobody claimed: its age')
   await app.webhooks.worker.poll()
   await until('the delivery to fail', async () => (await client.deliveries(endpoint.id)).items[0]?.status === 'failed' ? true : undefined)
   t.equal(await metric(/^storefront_webhook_attempts_total\{outcome="failed"\} (\d+)$/m), 1, 'the last retry failed')
@@ -478,6 +477,8 @@ t.test('successes recorded in one batch: only rows whose lease still holds; the 
   const receiver = await startReceiver(t)
   const client = api(app, key)
   const endpoint = await client.create({ url: receiver.url, events: ['product.*'] })
+  // The test claims: the worker, woken by what this instance publishes, would claim first.
+  await app.webhooks.worker.stop(0)
   await productEvent(app)
   await productEvent(app)
   await until('the deliveries to be queued', async () => (await client.deliveries(endpoint.id)).total === 2 ? true : undefined)
@@ -487,7 +488,7 @@ t.test('successes recorded in one batch: only rows whose lease still holds; the 
   // Another instance holds the second now (as after this one's lease ended).
   await execute(db, sql`update webhook_deliveries set lease_until = now() + interval '1 hour' where id = ${lost!.id}::bigint`)
   await execute(db, sql`update webhook_endpoints set failing_since = now() - interval '1 day', last_success_at = now() where id = ${endpoint.id}::uuid`)
-  const recorded = await recordSuccesses(db, [kept!, lost!].map((claim) => ({ claim, status: 200, at: new Date() })))
+  const { recorded } = await recordOutcomes(db, [kept!, lost!].map((claim) => ({ claim, ok: true, status: 200, at: new Date(), nextAttemptAt: null })), { disableAfterMs: 60_000, reason: 'x' })
   t.same([...recorded], [kept!.id], 'only the one whose lease held')
   const rows = await execute<{ id: string, status: string, attempts: number, leased: boolean }>(db, sql`
     select id::text, status, attempts, lease_until is not null as leased from webhook_deliveries where endpoint_id = ${endpoint.id}::uuid order by id`)

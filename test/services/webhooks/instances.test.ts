@@ -96,6 +96,47 @@ t.test('two instances on one database: each event is delivered exactly once when
   t.match(served, /storefront_webhook_oldest_due_seconds 0/, 'nothing is waiting')
 })
 
+t.test('two instances with failures and retries: one attempt is never made twice at once, and each is recorded once', async (t: T) => {
+  const { database: first, url } = await createTestDatabase(t, { poolSize: 8 })
+  let second = first
+  if (url !== undefined) {
+    second = await openDatabase({ url, poolSize: 8 })
+    t.teardown(() => second.close())
+  }
+  const env = { ...ENV, WEBHOOK_CONCURRENCY: '8', WEBHOOK_RETRY_SCHEDULE: '0.05,0.05,0.05' }
+  const a = await buildTestApp(t, { database: first, env })
+  const b = await buildTestApp(t, { database: second, env: { ...env, WEBHOOK_POLL_MS: '13' } })
+  await Promise.all([a.ready(), b.ready()])
+  const { key } = await makeKey(a, everyScope)
+  const receiver = await startReceiver(t, '/hook', { keepAliveMs: 5000 })
+  const inFlight = new Map<string, number>()
+  const attempts = new Map<string, number>()
+  let overlaps = 0
+  // Each event fails twice (slowly, so attempts would overlap if two instances held one), then succeeds.
+  receiver.respond(async (req, res) => {
+    const now = (inFlight.get(req.id) ?? 0) + 1
+    if (now > 1) overlaps++
+    inFlight.set(req.id, now)
+    const n = (attempts.get(req.id) ?? 0) + 1
+    attempts.set(req.id, n)
+    await sleep(10)
+    inFlight.set(req.id, inFlight.get(req.id)! - 1)
+    res.writeHead(n <= 2 ? 500 : 204).end()
+  })
+  const endpoint = await createEndpoint(a, key, receiver.url)
+  const EVENTS = usingPostgres ? 60 : 20
+  for (let i = 0; i < EVENTS; i += 10) await writeEvents(i % 20 === 0 ? first : second, 10)
+  await until('every delivery to succeed', async () => {
+    const rows = await deliveryRows(first, endpoint.id)
+    return rows.length === EVENTS && rows.every((r) => r.status === 'succeeded') ? rows : undefined
+  }, 60_000)
+  await sleep(300)
+  t.equal(overlaps, 0, 'no attempt of an event overlapped another of the same event')
+  t.same([...attempts.values()].filter((n) => n !== 3), [], 'each event: two failures, then one success')
+  const rows = await deliveryRows(first, endpoint.id)
+  t.same(rows.filter((r) => r.attempts !== 3), [], 'each attempt recorded once: 3 a delivery')
+})
+
 t.test('deleting an endpoint while its deliveries are being recorded never fails', async (t: T) => {
   const app = await buildTestApp(t, { env: { ...ENV, WEBHOOK_CONCURRENCY: '32' } })
   await app.ready()
@@ -165,9 +206,27 @@ t.test('closing gives back an attempt it cannot finish within the shutdown timeo
   t.match(await deliveryRows(database, endpoint.id), [{ status: 'succeeded', attempts: 1 }])
 })
 
+t.test('closing gives back at once what was claimed but never started', async (t: T) => {
+  const { database } = await createTestDatabase(t)
+  // One slot: the first delivery is attempted, the next one waits claimed for the slot.
+  const app = await buildTestApp(t, { database, env: { ...ENV, WEBHOOK_CONCURRENCY: '1', SHUTDOWN_TIMEOUT: '10000' } })
+  await app.ready()
+  const { key } = await makeKey(app, everyScope)
+  const receiver = await startReceiver(t)
+  receiver.respond(async (_req, res) => { await sleep(1000); res.writeHead(200).end() })
+  const endpoint = await createEndpoint(app, key, receiver.url)
+  await writeEvents(database, 2)
+  await receiver.waitFor(1)
+  await until('both claimed', async () => (await deliveryRows(database, endpoint.id)).filter((r) => r.lease_until !== null).length === 2 ? true : undefined)
+  await app.close()
+  t.equal(receiver.received.length, 1, 'the waiting one was never sent')
+  const rows = (await deliveryRows(database, endpoint.id)).sort((x, y) => x.status.localeCompare(y.status))
+  t.match(rows, [{ status: 'pending', attempts: 0, lease_until: null, due: true }, { status: 'succeeded', attempts: 1 }], 'the attempt in flight finished; the waiting one was given back, due now')
+})
+
 t.test('an instance killed mid-attempt: another delivers within the lease', needsPostgres, async (t: T) => {
   const { database, url } = await createTestDatabase(t)
-  // This instance only serves the API until the other is dead: its worker does not poll.
+  // This instance only serves the API until the other is dead: its worker is stopped.
   const api = await buildTestApp(t, { database, env: { ...ENV, WEBHOOK_POLL_MS: '3600000' } })
   const { key } = await makeKey(api, everyScope)
   const receiver = await startReceiver(t)
@@ -180,6 +239,8 @@ t.test('an instance killed mid-attempt: another delivers within the lease', need
     await new Promise((resolve) => res.once('close', resolve))
   })
   const endpoint = await createEndpoint(api, key, receiver.url)
+  // It would claim what it publishes itself: stopped, so only the process delivers.
+  await api.webhooks.worker.stop(0)
   const LEASE_MS = 4000
   const server = await startServer(root, { ...ENV, STOREFRONT_SOURCE: '1', DATABASE_URL: url!, WEBHOOK_LEASE_MS: String(LEASE_MS), WEBHOOK_TIMEOUT_MS: '3000', LOG_LEVEL: 'error' })
   t.teardown(() => { if (server.child.exitCode === null) server.child.kill('SIGKILL') })
@@ -210,6 +271,8 @@ t.test('SIGTERM while an attempt is in flight: the process gives it back before 
   const receiver = await startReceiver(t)
   receiver.respond(async (_req, res) => { await new Promise((resolve) => res.once('close', resolve)) })
   const endpoint = await createEndpoint(api, key, receiver.url)
+  // Only the process delivers: this instance would claim what it publishes itself.
+  await api.webhooks.worker.stop(0)
   const server = await startServer(root, { ...ENV, STOREFRONT_SOURCE: '1', DATABASE_URL: url!, SHUTDOWN_TIMEOUT: '2500', LOG_LEVEL: 'error' })
   t.teardown(() => { if (server.child.exitCode === null) server.child.kill('SIGKILL') })
   await writeEvents(database, 1)
