@@ -145,12 +145,12 @@ t.test('updatedAt: an import that changes nothing keeps it; a change, stock take
   t.ok(await updatedAt(inStock.id) > afterOrder, 'importing the old stock back is a change too')
 
   // A discount that starts a moment from now: the sweep moves updatedAt once it has started.
-  const startsAt = new Date(Date.now() + 300).toISOString()
+  const startsAt = new Date(Date.now() + 2000).toISOString()
   await importProducts(app, { products: [{ ...marked, discount: { type: 'percentage', value: 10, startsAt, endsAt: null } }] })
   const imported = await updatedAt(marked.id)
   const { markDiscountBoundaries } = await import('../../services/catalog.ts')
   t.equal(await markDiscountBoundaries(app.database, app.catalogCache, 60_000), 0, 'before it starts, nothing moves')
-  await sleep(400)
+  await sleep(Math.max(0, new Date(startsAt).getTime() - Date.now()) + 50)
   t.equal(await markDiscountBoundaries(app.database, app.catalogCache, 60_000), 1, 'once started, that product moves')
   t.ok(await updatedAt(marked.id) > imported)
   t.equal(await markDiscountBoundaries(app.database, app.catalogCache, 60_000), 0, 'and only once')
