@@ -20,6 +20,7 @@ const STOP_ORDER = [
   'changes retention',
   'webhook deliveries retention',
   'discount sweep',
+  'reservation expiry',
   'idempotency cleanup',
   'state poll',
   'replica sampling',
