@@ -1,10 +1,9 @@
 // An order that names a reservation: it takes exactly the held units, once.
-import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import { execute } from '../../db/client.ts'
-import { combinationStock, getJson, importProducts, makeKey, makeProduct, orderBody, postOrder, productStock, authHeaders } from '../helper.ts'
-import { events, expectCode, hold, product, release, shirt, store, type Reservation } from '../reservations.ts'
+import { combinationStock, getJson, importProducts, makeProduct, orderBody, postOrder, productStock } from '../helper.ts'
+import { expectCode, hold, product, release, shirt, store, type Reservation } from '../reservations.ts'
 
 t.test('an order with the reservation takes exactly the held units, lines in any order, split or merged', async (t) => {
   const { app, key, other } = await store(t)

@@ -1,10 +1,8 @@
 // Stock reservations as an integrator uses them: hold, read, release, order with the hold,
 // the checks and codes, and the events they write.
 import { randomUUID } from 'node:crypto'
-import { sql } from 'drizzle-orm'
 import t from 'tap'
-import { execute } from '../../db/client.ts'
-import { combinationStock, getJson, importProducts, makeKey, makeProduct, orderBody, postOrder, productStock, authHeaders } from '../helper.ts'
+import { authHeaders, getJson, importProducts, makeKey, makeProduct, orderBody, postOrder, productStock } from '../helper.ts'
 import { events, expectCode, hold, product, release, shirt, store, type Reservation } from '../reservations.ts'
 
 t.test('a hold takes the units from what everyone sees, and a release gives them back at once', async (t) => {
