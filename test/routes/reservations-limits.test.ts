@@ -1,7 +1,7 @@
-// Stock reservations: the per-key limit, test keys' holds, the metrics.
-
+// Stock reservations: the per-key limit, test keys' holds, the metrics, maintenance.
 import t from 'tap'
-import { getJson, importProducts, makeKey, makeProduct, orderBody, postOrder, productStock } from '../helper.ts'
+import { writeSetting } from '../../db/settings.ts'
+import { getJson, importProducts, makeKey, makeProduct, orderBody, pollState, postOrder, productStock } from '../helper.ts'
 import { events, expectCode, hold, product, release, store, type Reservation } from '../reservations.ts'
 
 t.test('at most 100 active reservations per key', async (t) => {
@@ -48,4 +48,16 @@ t.test('the metrics count holds, releases and expiries', async (t) => {
   t.match(text, /storefront_reservations_ended_total\{how="released"\} 1/)
   t.match(text, /storefront_reservations_active\{measure="reservations"\} 1/)
   t.match(text, /storefront_reservations_active\{measure="units"\} 3/)
+})
+
+t.test('under maintenance no stock is held', async (t) => {
+  const { app, key } = await store(t)
+  const pan = makeProduct({ name: 'Maintenance Pan', quantity: 2 })
+  await importProducts(app, [pan])
+  await writeSetting(app.database.db, 'maintenance', true)
+  await pollState(app)
+  const res = await hold(app, key, { items: [{ productId: pan.id }] })
+  expectCode(t, res, 503, 'store_under_maintenance')
+  t.match(res.headers['retry-after'], /^\d+$/)
+  t.equal(await productStock(app, pan.id), 2)
 })
