@@ -12,6 +12,7 @@ export const RESERVATION_SHAPE_VERSION = 1
 export const CreateReservationBody = Type.Object({
   items: Type.Array(ref(OrderItemInput), { minItems: 1, maxItems: MAX_ORDER_LINES, description: 'The lines to hold, checked as an order\'s lines are' }),
   ttlSeconds: Type.Optional(Type.Integer({
+    format: 'int32',
     minimum: RESERVATION_TTL.min,
     maximum: RESERVATION_TTL.max,
     description: `How long the hold lasts, in seconds: ${RESERVATION_TTL.min} to ${RESERVATION_TTL.max}; ${RESERVATION_TTL.default} when omitted`
