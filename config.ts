@@ -133,6 +133,8 @@ export const ConfigSchema = Type.Object({
   AUTH_FAILURE_LIMIT: Type.Integer({ default: 60, minimum: 1, description: 'Failed authentications per client IP and rate-limit window' }),
   MAINTENANCE_RETRY_AFTER: Type.Integer({ default: 60, minimum: 1, description: 'Retry-After seconds of store_under_maintenance' }),
   IDEMPOTENCY_TTL_HOURS: Type.Integer({ default: 24, minimum: 1, description: 'How long an Idempotency-Key replays its first response' }),
+  RESERVATION_SWEEP_MS: Type.Integer({ default: 1000, minimum: 100, maximum: 4000, description: 'How often each instance expires reservations past their expiresAt and gives their units back (they are back within this, plus a sweep\'s run, of expiresAt)' }),
+  RESERVATION_SWEEP_BATCH: Type.Integer({ default: 100, minimum: 1, maximum: 10000, description: 'Reservations one sweep transaction expires at most (it runs again until none is left)' }),
   IDEMPOTENCY_CLEANUP_MS: Type.Integer({ default: 3600000, minimum: 1000, description: 'How often expired Idempotency-Key records are deleted' }),
   REDIS_COMMAND_TIMEOUT_MS: Type.Integer({ default: 250, minimum: 10, description: 'A Redis command slower than this counts as Redis being down (limits fall back to the instance)' }),
   REDIS_CONNECT_TIMEOUT_MS: Type.Integer({ default: 2000, minimum: 10, description: 'How long start-up waits for Redis before serving without it' })

@@ -11,6 +11,9 @@ export const ERRORS = {
   invalid_quantity: { status: 400, message: 'An item\'s quantity must be a whole number from 1 to 100,000' },
   invalid_phone_number: { status: 400, message: 'The delivery phone is not a valid phone number' },
   order_creation_failed: { status: 400, message: 'The order could not be created' },
+  reservation_failed: { status: 400, message: 'The stock could not be held' },
+  reservation_mismatch: { status: 400, message: 'The order\'s lines do not match the reservation\'s products, combinations and quantities' },
+  reservation_limit_reached: { status: 400, message: 'This API key has the most active reservations it may have (100); release or use one first' },
   invalid_status_transition: { status: 400, message: 'The order cannot go from its status to that one' },
   invalid_webhook_url: { status: 400, message: 'The webhook URL is not one the service may deliver to' },
   webhook_limit_reached: { status: 400, message: 'This API key has the most webhook endpoints it may have (10); delete one first' },
@@ -23,8 +26,10 @@ export const ERRORS = {
   product_not_found: { status: 404, message: 'No product has that id' },
   order_not_found: { status: 404, message: 'No order of yours matches that number or id' },
   webhook_not_found: { status: 404, message: 'No webhook endpoint of yours has that id' },
+  reservation_not_found: { status: 404, message: 'No reservation of yours has that id' },
   request_timeout: { status: 408, message: 'The request was not received in time; the connection is closed' },
   idempotency_key_in_use: { status: 409, message: 'A request with this Idempotency-Key is still running; retry shortly' },
+  reservation_not_active: { status: 409, message: 'The reservation is no longer active (consumed, released or expired)' },
   cursor_expired: { status: 410, message: 'The cursor is older than the changes the service keeps; read the lists again from the start, then follow the feed' },
   payload_too_large: { status: 413, message: 'The request body is larger than the limit' },
   unsupported_media_type: { status: 415, message: 'Send the body as application/json' },
@@ -46,7 +51,7 @@ export type LineFailureReason = typeof LINE_FAILURE_REASONS[number]
 export interface ErrorDetail {
   path: string
   message: string
-  /** Only on order_creation_failed: what a program can act on. */
+  /** Only on order_creation_failed and reservation_failed: what a program can act on. */
   reason?: LineFailureReason
   /** Only with reason out_of_stock: the units left. */
   available?: number

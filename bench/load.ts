@@ -9,9 +9,17 @@ export interface RequestSpec {
   headers?: Record<string, string>
 }
 
+/** One step of a per-connection sequence: its request may use what earlier answers put in the connection's context. */
+export interface SequenceStep {
+  next: (context: Record<string, unknown>) => RequestSpec
+  onResponse?: (status: number, body: string, context: Record<string, unknown>) => void
+}
+
 export interface LoadOptions {
   baseUrl: string
   next: () => RequestSpec
+  /** Instead of `next`: each connection sends these requests in turn, again and again. */
+  sequence?: SequenceStep[]
   headers?: Record<string, string>
   durationSeconds: number
   connections: number
@@ -44,13 +52,22 @@ export async function runLoad (options: LoadOptions): Promise<LoadResult> {
     connections: options.connections,
     duration: options.durationSeconds,
     headers: options.headers,
-    requests: [{
-      setupRequest: (request) => {
-        sent++
-        const spec = options.next()
-        return { ...request, ...spec, headers: { ...request.headers, ...spec.headers } }
-      }
-    }]
+    requests: options.sequence
+      ? options.sequence.map((step) => ({
+        setupRequest: (request: autocannon.Request, context: object) => {
+          sent++
+          const spec = step.next(context as Record<string, unknown>)
+          return { ...request, ...spec, headers: { ...request.headers, ...spec.headers } }
+        },
+        ...(step.onResponse ? { onResponse: (status: number, body: string, context: object) => step.onResponse!(status, body, context as Record<string, unknown>) } : {})
+      }))
+      : [{
+          setupRequest: (request) => {
+            sent++
+            const spec = options.next()
+            return { ...request, ...spec, headers: { ...request.headers, ...spec.headers } }
+          }
+        }]
   })
   return {
     requestsPerSecond: result.requests.total / result.duration,

@@ -987,7 +987,7 @@ async function runScenarios (input: {
     const load = async (durationSeconds: number, connections = settings.connections): Promise<LoadResult> => {
       if (scenario.run) return await scenario.run(durationSeconds)
       if (!server || !scenario.next) throw new Error(`scenario ${scenario.name} has no server or requests`)
-      return await runLoad({ baseUrl: server.baseUrl, next: scenario.next, headers, durationSeconds, connections })
+      return await runLoad({ baseUrl: server.baseUrl, next: scenario.next, ...(scenario.sequence ? { sequence: scenario.sequence } : {}), headers, durationSeconds, connections })
     }
     const touchesDatabase = scenario.server !== 'bare'
     // The counters of the scenario before must be read before this one adds to them.

@@ -6,7 +6,7 @@
 // feed): it runs once, without warm-up, and reports its own figures. Names are lower-case
 // words joined by hyphens, so `--only` takes them as typed (see selectScenarios).
 import { PAGE_SIZE } from '../schemas/common.ts'
-import type { LoadResult, RequestSpec } from './load.ts'
+import type { LoadResult, RequestSpec, SequenceStep } from './load.ts'
 
 export type ScenarioGroup = 'catalogue' | 'order-reads' | 'feed' | 'order-create'
 
@@ -38,6 +38,8 @@ export interface Scenario {
   cacheHits?: boolean
   /** The next request (app and bare scenarios). */
   next?: () => RequestSpec
+  /** Instead of `next`: requests each connection sends in turn (a flow whose later steps use earlier answers). */
+  sequence?: SequenceStep[]
   /** A run of the given length (raw scenarios), or the fixed work (fixed scenarios). */
   run?: (durationSeconds: number) => Promise<LoadResult>
   /**
@@ -273,6 +275,31 @@ export function orderCreateScenarios (fixture: OrderCreateFixture): Scenario[] {
     ...(fixture.minimal ? { ceilings: ['order-create-min'] } : {}),
     next
   })
+  // Hold, then order with the hold: each connection alternates the two requests, so a flow is two 2xx answers.
+  scenarios.push({
+    name: 'hold-then-order',
+    group: 'order-create',
+    server: 'app',
+    description: 'POST /external/v1/reservations with order-create\'s lines, then POST /external/v1/orders with the same lines and its reservationId (the order consumes the hold: ' +
+      'no second decrement); ok/s counts both answers, so flows a second are half of it; ratio to order-create',
+    baseline: 'order-create',
+    next,
+    sequence: [{
+      next: (context) => {
+        const body = JSON.parse(fixture.body()) as { items: unknown[] }
+        context.order = body
+        return { method: 'POST', path: '/external/v1/reservations', body: JSON.stringify({ items: body.items, ttlSeconds: 60 }), headers: { 'content-type': 'application/json' } }
+      },
+      onResponse: (status, body, context) => { context.reservationId = status === 201 ? (JSON.parse(body) as { id: string }).id : undefined }
+    }, {
+      next: (context) => ({
+        method: 'POST',
+        path: '/external/v1/orders',
+        body: JSON.stringify({ ...(context.order as object), ...(context.reservationId ? { reservationId: context.reservationId } : {}) }),
+        headers: { 'content-type': 'application/json' }
+      })
+    }]
+  })
   if (fixture.webhooks) {
     const { receivers, setUp } = fixture.webhooks
     scenarios.push({
@@ -356,7 +383,8 @@ export const SCENARIOS: ScenarioInfo[] = [
   { name: 'order-create-raw', group: 'order-create', baseline: 'order-create-raw-nofeed' },
   { name: 'order-create-min', group: 'order-create' },
   { name: 'order-create', group: 'order-create', baseline: 'order-create-raw', ceilings: ['order-create-min'] },
-  { name: 'order-create-webhooks', group: 'order-create', baseline: 'order-create' }
+  { name: 'order-create-webhooks', group: 'order-create', baseline: 'order-create' },
+  { name: 'hold-then-order', group: 'order-create', baseline: 'order-create' }
 ]
 
 /**

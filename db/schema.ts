@@ -6,6 +6,7 @@ import {
 } from 'drizzle-orm/pg-core'
 import { KEY_MODES } from '../lib/api-key-secret.ts'
 import { ORDER_STATUSES } from '../schemas/orders.ts'
+import { RESERVATION_STATUSES } from '../schemas/reservations.ts'
 
 // Money is numeric(12,2): exact, read as a string and handled as integer cents in lib/money.ts.
 const money = (name: string) => numeric(name, { precision: 12, scale: 2 })
@@ -352,4 +353,42 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   index('webhook_deliveries_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
   index('webhook_deliveries_finished_idx').on(t.createdAt).where(sql`${t.status} <> 'pending'`),
   check('webhook_deliveries_status', sql`${t.status} in ('pending', 'succeeded', 'failed')`)
+])
+
+// Stock an integrator holds while its shopper checks out. An active hold has already taken its
+// units from the stock rows (the same conditional decrement an order makes), so every read sees
+// the stock without them; releasing or expiring gives them back, an order consumes them.
+export const reservations = pgTable('reservations', {
+  id: uuid('id').primaryKey(),
+  apiKeyId: uuid('api_key_id').notNull().references(() => apiKeys.id, { onDelete: 'cascade' }),
+  // Its key's mode: a test key's hold takes nothing.
+  mode: text('mode', { enum: KEY_MODES }).notNull(),
+  status: text('status', { enum: RESERVATION_STATUSES }).notNull(),
+  expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  // The order that consumed it.
+  orderId: uuid('order_id'),
+  createdAt: createdAt(),
+  updatedAt: updatedAt()
+}, (t) => [
+  // The expiry sweep walks only active holds by their deadline; the per-key limit counts them.
+  index('reservations_active_expires_idx').on(t.expiresAt).where(sql`${t.status} = 'active'`),
+  index('reservations_active_key_idx').on(t.apiKeyId).where(sql`${t.status} = 'active'`),
+  check('reservations_status', sql`${t.status} in (${sql.raw(RESERVATION_STATUSES.map((s) => `'${s}'`).join(', '))})`),
+  check('reservations_mode', sql`${t.mode} in ('live', 'test')`)
+])
+
+export const reservationItems = pgTable('reservation_items', {
+  reservationId: uuid('reservation_id').notNull().references(() => reservations.id, { onDelete: 'cascade' }),
+  line: integer('line').notNull(),
+  // No foreign keys to the catalogue, as for order items.
+  productId: uuid('product_id').notNull(),
+  combinationId: uuid('combination_id'),
+  quantity: integer('quantity').notNull(),
+  // Units this line has taken from its stock row and gives back on release: its quantity when
+  // the stock is tracked, 0 when not (or for a test key); less after an import that left fewer.
+  held: integer('held').notNull()
+}, (t) => [
+  primaryKey({ columns: [t.reservationId, t.line] }),
+  index('reservation_items_stock_idx').on(sql`coalesce(${t.combinationId}, ${t.productId})`),
+  check('reservation_items_held', sql`${t.held} >= 0 and ${t.held} <= ${t.quantity}`)
 ])

@@ -6,8 +6,8 @@
 // 1. the webhook worker, which takes new work: it stops claiming as soon as closing begins
 //    (preClose), so its wait for the attempts in flight runs beside the server's drain within
 //    SHUTDOWN_TIMEOUT; what it cannot finish in time it gives back;
-// 2. the periodic jobs (publishing, retention, the discount sweep, idempotency cleanup): the
-//    timer cleared, a run under way awaited;
+// 2. the periodic jobs (publishing, retention, the discount sweep, the reservation expiry,
+//    idempotency cleanup): the timer cleared, a run under way awaited;
 // 3. the state poll and the replicas' sampling, which nothing reads once requests have ended;
 // 4. the keys' last-use flush, with one last flush: the server has answered its last
 //    request by then, so no use goes unwritten.
@@ -20,6 +20,7 @@ import fp from 'fastify-plugin'
 import { markDiscountBoundaries, renderMissingDocuments } from '../services/catalog.ts'
 import { forgetOldChanges, publishChanges } from '../services/changes.ts'
 import { deleteExpiredReplays } from '../services/place-order.ts'
+import { expireLapsedReservations } from '../services/reservations.ts'
 import { refreshState } from '../services/store.ts'
 import { forgetOldDeliveries } from '../services/webhooks/deliveries.ts'
 
@@ -149,6 +150,13 @@ export default fp(async function backgroundPlugin (app) {
   periodic('document backfill', config.DISCOUNT_SWEEP_MS, async () => {
     if (!documentsComplete) documentsComplete = await renderMissingDocuments(database) === 0
   })
+  // Reservations past their expiresAt, from the database (not a timer per hold), so a restart
+  // or another instance loses none; each sweep claims with SKIP LOCKED, so instances share the work.
+  periodic('reservation expiry', config.RESERVATION_SWEEP_MS, async () => {
+    const { expired, moved } = await expireLapsedReservations(database, config.RESERVATION_SWEEP_BATCH)
+    if (expired > 0) app.metrics.reservationsEnded.inc({ how: 'expired' }, expired)
+    if (moved.length > 0) await catalogCache.productsChanged(moved)
+  })
   periodic('idempotency cleanup', config.IDEMPOTENCY_CLEANUP_MS, () => deleteExpiredReplays(database))
   periodic('state poll', config.STATE_POLL_MS, () => refreshState(database, store, catalogCache))
   // Which replicas may answer catalogue reads (none configured: a run that does nothing).
@@ -161,4 +169,4 @@ export default fp(async function backgroundPlugin (app) {
   app.addHook('onReady', async () => background.start())
   app.addHook('preClose', async () => background.beginStopping())
   app.addHook('onClose', async () => background.stop())
-}, { name: 'background', dependencies: ['database', 'state', 'webhooks'] })
+}, { name: 'background', dependencies: ['database', 'state', 'webhooks', 'metrics'] })

@@ -1,9 +1,11 @@
 // Prometheus metrics at /metrics: requests by route, method and status, latency, orders,
 // authentication failures by cause, rate-limited requests, idempotent replays, database pool,
 // webhook attempts by outcome and the age of the oldest due delivery, catalogue reads by the
-// database that answered them and each replica's replay lag.
+// database that answered them and each replica's replay lag, stock reservations (made, ended,
+// active and the units they hold).
 import fp from 'fastify-plugin'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { activeHolds } from '../services/reservations.ts'
 import { oldestDueDeliveryAge } from '../services/webhooks/deliveries.ts'
 
 export interface Metrics {
@@ -12,6 +14,8 @@ export interface Metrics {
   rateLimited: Counter
   idempotentReplays: Counter
   webhookDeliveries: Counter<'outcome'>
+  reservationsCreated: Counter
+  reservationsEnded: Counter<'how'>
 }
 
 declare module 'fastify' {
@@ -40,8 +44,11 @@ export default fp(async function metricsPlugin (app) {
       help: 'Webhook delivery attempts by outcome: succeeded, retrying (failed, retried later), failed (the last retry failed), released (given back at shutdown)',
       labelNames: ['outcome'],
       registers: [registry]
-    })
+    }),
+    reservationsCreated: new Counter({ name: 'storefront_reservations_created_total', help: 'Stock reservations made (holds)', registers: [registry] }),
+    reservationsEnded: new Counter({ name: 'storefront_reservations_ended_total', help: 'Reservations ended, by how: released (by the integrator) or expired (by the sweep, units given back)', labelNames: ['how'], registers: [registry] })
   }
+  const holds = new Gauge({ name: 'storefront_reservations_active', help: 'Active reservations across every key, and the units they hold from tracked stock', labelNames: ['measure'], registers: [registry] })
   const oldestDue = new Gauge({ name: 'storefront_webhook_oldest_due_seconds', help: 'Age of the oldest webhook delivery that is due and not yet attempted (0 when none waits)', registers: [registry] })
   const pool = new Gauge({ name: 'storefront_db_pool_connections', help: 'Database pool: max, open and active connections', labelNames: ['state'], registers: [registry] })
   // Read from the database's own counts at each scrape.
@@ -79,6 +86,13 @@ export default fp(async function metricsPlugin (app) {
       oldestDue.set(await oldestDueDeliveryAge(app.database))
     } catch (err) {
       request.log.warn({ err }, 'metrics: webhook delivery age unavailable')
+    }
+    try {
+      const totals = await activeHolds(app.database)
+      holds.set({ measure: 'reservations' }, totals.reservations)
+      holds.set({ measure: 'units' }, totals.units)
+    } catch (err) {
+      request.log.warn({ err }, 'metrics: active reservations unavailable')
     }
     for (const replica of app.database.readStats().replicas) {
       replicaUp.set({ replica: replica.name }, replica.reachable ? 1 : 0)

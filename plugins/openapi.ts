@@ -8,6 +8,7 @@ import { ErrorBody, RESPONSE_HEADERS } from '../schemas/common.ts'
 import { PARAMETER_EXAMPLES } from '../schemas/examples.ts'
 import { orderSchemas } from '../schemas/orders.ts'
 import { productSchemas } from '../schemas/products.ts'
+import { reservationSchemas } from '../schemas/reservations.ts'
 import { webhookSchemas } from '../schemas/webhooks.ts'
 import { delays, duration } from '../schemas/wording.ts'
 import { SECRET_OVERLAP_MS } from '../services/webhooks/endpoints.ts'
@@ -61,7 +62,7 @@ a delivery may come more than once. Answer 2xx within ${timeout}; anything else 
   }
 }
 
-export const sharedSchemas = [ErrorBody, ...productSchemas, ...orderSchemas, ...changeSchemas, ...webhookSchemas]
+export const sharedSchemas = [ErrorBody, ...productSchemas, ...orderSchemas, ...changeSchemas, ...webhookSchemas, ...reservationSchemas]
 
 interface Operation {
   operationId?: string

@@ -170,11 +170,11 @@ export const RESPONSE_HEADERS = {
     schema: { type: 'string', pattern: '^"per-(key|ip)";q=\\d+;w=\\d+$', maxLength: 64, examples: ['"per-key";q=600;w=60'] }
   },
   'Retry-After': {
-    description: 'Seconds to wait before retrying: always on 409 and 429; on 503 when the pause is known (maintenance, the database unreachable)',
+    description: 'Seconds to wait before retrying: always on 409 idempotency_key_in_use and 429; on 503 when the pause is known (maintenance, the database unreachable)',
     schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 2147483647, examples: [60] }
   },
   Location: {
-    description: 'The absolute URL of the new order',
+    description: 'The absolute URL of the new order (or reservation)',
     required: true,
     schema: { type: 'string', format: 'uri', maxLength: 2048, examples: ['https://shop.example.com/api/external/v1/orders/7d1c0b2e-4f3a-4e8b-9a61-2c5d8e0f4b17'] }
   },
@@ -267,6 +267,14 @@ const ERROR_EXAMPLES: { [C in ErrorCode]: Omit<ErrorExample<C>, 'code'> } = {
       { path: 'items[1]', reason: 'combination_required', message: 'items[1]: "Barista T-shirt" has combinations; send a combinationId' }
     ]
   },
+  reservation_failed: {
+    message: 'items[0]: not enough stock for "Canvas Apron (Sand)": 2 available',
+    details: [{ path: 'items[0]', reason: 'out_of_stock', message: 'items[0]: not enough stock for "Canvas Apron (Sand)": 2 available', available: 2 }]
+  },
+  reservation_mismatch: { message: 'The order\'s lines must hold what the reservation holds: Colombia Huila 250 g is reserved 2, ordered 1' },
+  reservation_limit_reached: { message: ERRORS.reservation_limit_reached.message },
+  reservation_not_found: { message: ERRORS.reservation_not_found.message },
+  reservation_not_active: { message: 'The reservation is expired; hold the stock again' },
   invalid_webhook_url: { message: 'url: the host 10.0.0.7 is a private address; webhooks are delivered to public hosts only' },
   webhook_limit_reached: { message: ERRORS.webhook_limit_reached.message },
   invalid_cursor: { message: ERRORS.invalid_cursor.message },

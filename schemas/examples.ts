@@ -29,6 +29,16 @@ export const CREATE_ORDER_EXAMPLE = {
   address: ORDER_ADDRESS
 }
 
+// Two bags of Colombia Huila 250 g, of tracked stock (35 in a fresh demo store) that no other
+// example shows, held for 15 minutes.
+const RESERVATION_LINES = [{ productId: 'd3e00000-0000-4000-8000-000000000002', quantity: 2 }]
+
+/** The body of create-reservation: hold two bags while the shopper pays. */
+export const CREATE_RESERVATION_EXAMPLE = { items: RESERVATION_LINES, ttlSeconds: 900 }
+
+/** The id of the reservation the examples show (a store makes its own). */
+export const RESERVATION_EXAMPLE_ID = '3b9d6c1e-2f4a-4d8b-8e57-0a1c2e3f4b5d'
+
 /**
  * Parameters have no schema of their own to carry examples (theirs are shared with
  * validation), so the document gets them by operation (plugins/openapi.ts): together the list
@@ -59,7 +69,10 @@ export const PARAMETER_EXAMPLES: Record<string, Record<string, string | number>>
   deleteWebhook: { id: WEBHOOK_EXAMPLE_ID },
   rotateWebhookSecret: { id: WEBHOOK_EXAMPLE_ID },
   listWebhookDeliveries: { id: WEBHOOK_EXAMPLE_ID, page: 1 },
-  redeliverWebhook: { id: WEBHOOK_EXAMPLE_ID, eventId: 'evt_1042' }
+  redeliverWebhook: { id: WEBHOOK_EXAMPLE_ID, eventId: 'evt_1042' },
+  // The reservation the create example makes, as the answers below show it.
+  getReservation: { id: RESERVATION_EXAMPLE_ID },
+  releaseReservation: { id: RESERVATION_EXAMPLE_ID }
 }
 
 // ---- Answers
@@ -195,6 +208,15 @@ const DELIVERIES = {
   nextCursor: null
 }
 
+const RESERVATION = {
+  id: RESERVATION_EXAMPLE_ID,
+  status: 'active',
+  items: [{ ...RESERVATION_LINES[0]!, combinationId: null }],
+  expiresAt: '2026-11-23T09:56:07.512Z',
+  createdAt: '2026-11-23T09:41:07.512Z',
+  orderId: null
+}
+
 /** The named examples of each operation's success answer, by operationId. */
 export const RESPONSE_EXAMPLES = {
   listProducts: { yirgacheffe: { summary: 'Every filter at once, as the parameter examples send them', value: YIRGACHEFFE_PAGE } },
@@ -211,5 +233,7 @@ export const RESPONSE_EXAMPLES = {
   getWebhook: { endpoint: { summary: 'An enabled endpoint', value: ENDPOINT } },
   updateWebhook: { enabled: { summary: 'Enabled again', value: ENDPOINT } },
   rotateWebhookSecret: { rotated: { summary: 'A new secret', value: { ...ENDPOINT, secret: WEBHOOK_SECRET_EXAMPLE } } },
-  listWebhookDeliveries: { deliveries: { summary: 'One being retried, one delivered', value: DELIVERIES } }
+  listWebhookDeliveries: { deliveries: { summary: 'One being retried, one delivered', value: DELIVERIES } },
+  createReservation: { held: { summary: 'Two bags held for 15 minutes', value: RESERVATION } },
+  getReservation: { active: { summary: 'The hold the create example makes, still active', value: RESERVATION } }
 } satisfies Record<string, Record<string, ResponseExample>>

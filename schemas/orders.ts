@@ -62,7 +62,8 @@ export const CreateOrderBody = Type.Object({
   customerPhone: Type.String({ maxLength: 50, description: 'E.164 (`+14155550123`), or national with an ISO alpha-2 `address.country` or the store\'s default country', examples: ['+14155550123'] }),
   note: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
   items: Type.Array(ref(OrderItemInput), { minItems: 1, maxItems: MAX_ORDER_LINES }),
-  address: Type.Optional(Nullable(ref(Address)))
+  address: Type.Optional(Nullable(ref(Address))),
+  reservationId: Type.Optional(Nullable({ ...Uuid, description: 'An active reservation of yours: the order takes its held units (the lines must hold the same products, combinations and quantities, in any order, split or merged) and the reservation becomes consumed' }))
 }, {
   $id: 'CreateOrderRequest',
   title: 'CreateOrderRequest',

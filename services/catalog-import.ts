@@ -6,6 +6,7 @@
 import { analyzeCatalog, allowIdleTransaction, CatalogWriter, lockCatalogImports, type WriterOptions } from '../db/catalog.ts'
 import type { Database } from '../db/client.ts'
 import { renumberProducts, rewriteProductDocuments } from '../db/products.ts'
+import { lockActiveHolds, reapplyHolds } from '../db/reservations.ts'
 import { resetCatalog } from '../db/settings.ts'
 import { CatalogChecker, catalogEntries } from '../lib/catalog-file.ts'
 import { JsonStreamError, type JsonStreamEntry } from '../lib/json-stream.ts'
@@ -40,6 +41,8 @@ export async function importCatalog (database: Database, source: CatalogSource, 
   const counts = await database.db.transaction(async (tx) => {
     // Two imports never interleave their writes (nor deadlock on each other's rows).
     await lockCatalogImports(tx)
+    // Active holds are locked before any stock row, as every other path takes them.
+    await lockActiveHolds(tx)
     // The file is read while the transaction is open: a slow stdin is not an idle session.
     await allowIdleTransaction(tx, database.kind)
     const now = new Date()
@@ -57,6 +60,8 @@ export async function importCatalog (database: Database, source: CatalogSource, 
     }
     if (checker.ok) {
       await writer.finish()
+      // The file's quantity is the stock: the active holds on the rows it wrote are taken from it again.
+      await reapplyHolds(tx, now)
       // Products added, renamed or removed move in the list's order.
       if (checker.ok && writer.counts.created + writer.counts.updated + writer.counts.removed > 0) await renumberProducts(tx)
       // Once every batch and late reference is written: a product's brand may be set last.

@@ -15,6 +15,8 @@ export interface OrderRequest {
   customerPhone: string
   note: string | null
   lines: OrderLine[]
+  /** The reservation whose held units the order takes, if one was named. */
+  reservationId: string | null
   /** With its phone in E.164 (customerPhone when none was sent). */
   address: Address | null
 }
@@ -33,17 +35,7 @@ export function readOrderRequest (body: unknown, settings: Pick<StoreSettings, '
     throw apiError('customer_name_required', `customerName must be a string, not ${given}`)
   }
   if (typeof customerName !== 'string' || customerName.trim() === '') throw apiError('customer_name_required')
-  if (!Array.isArray(items) || items.length === 0) throw apiError('items_required')
-  if (items.length > MAX_ORDER_LINES) throw invalidField('body.items', `must have at most ${MAX_ORDER_LINES} items`)
-  items.forEach((item, i) => {
-    if (!isObject(item) || !isUuid(item.productId)) throw apiError('invalid_item', `items[${i}].productId must be a product GUID`)
-  })
-  items.forEach((item, i) => {
-    const quantity = (item as Record<string, unknown>).quantity
-    if (quantity !== undefined && !(Number.isInteger(quantity) && (quantity as number) >= 1 && (quantity as number) <= MAX_LINE_QUANTITY)) {
-      throw apiError('invalid_quantity', `items[${i}].quantity must be a whole number from 1 to ${MAX_LINE_QUANTITY.toLocaleString('en')}`)
-    }
-  })
+  checkItems(items)
 
   const address = isObject(body.address) ? body.address : null
   const region = phoneRegion(address?.country, settings.defaultCountry)
@@ -66,8 +58,24 @@ export function readOrderRequest (body: unknown, settings: Pick<StoreSettings, '
       combinationId: item.combinationId?.toLowerCase() ?? null,
       quantity: item.quantity ?? 1
     })),
-    address: valid.address ? { ...valid.address, phone: deliveryPhone } : null
+    address: valid.address ? { ...valid.address, phone: deliveryPhone } : null,
+    reservationId: valid.reservationId?.toLowerCase() ?? null
   }
+}
+
+/** The item checks an order and a reservation share, in the contract's order: items_required, invalid_item, invalid_quantity. */
+export function checkItems (items: unknown): void {
+  if (!Array.isArray(items) || items.length === 0) throw apiError('items_required')
+  if (items.length > MAX_ORDER_LINES) throw invalidField('body.items', `must have at most ${MAX_ORDER_LINES} items`)
+  items.forEach((item, i) => {
+    if (!isObject(item) || !isUuid(item.productId)) throw apiError('invalid_item', `items[${i}].productId must be a product GUID`)
+  })
+  items.forEach((item, i) => {
+    const quantity = (item as Record<string, unknown>).quantity
+    if (quantity !== undefined && !(Number.isInteger(quantity) && (quantity as number) >= 1 && (quantity as number) <= MAX_LINE_QUANTITY)) {
+      throw apiError('invalid_quantity', `items[${i}].quantity must be a whole number from 1 to ${MAX_LINE_QUANTITY.toLocaleString('en')}`)
+    }
+  })
 }
 
 function readPhone (field: string, text: unknown, region: ReturnType<typeof phoneRegion>): string {

@@ -16,6 +16,7 @@ import { multiply, sellPriceCents, toCents, toDecimalText, type Cents } from '..
 import { jsonHash } from '../lib/json-hash.ts'
 import { ORDER_SHAPE_VERSION, SHAPE_BEFORE_MODE, type OrderMode, type OrderSummary } from '../schemas/orders.ts'
 import { readOrderRequest, type OrderLine, type OrderRequest } from './order-request.ts'
+import { beyondHeld, consumeReservation, reservationForOrder, withHeldUnits } from './reservation-orders.ts'
 
 // numeric(12,2) holds up to 9,999,999,999.99.
 const MAX_AMOUNT_CENTS = 999_999_999_999
@@ -63,11 +64,13 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
         if (!claimed) return { previous: (await findIdempotencyRecord(tx, input.apiKeyId, idempotency.key))! }
       }
       const request = readOrderRequest(input.body, input.settings)
-      const priced = priceLines(request, await loadSellables(tx, ...namedIds(request.lines)), now)
+      // With a reservation: its held units count as stock for this order, and are not taken twice.
+      const reservation = request.reservationId === null ? null : await reservationForOrder(tx, input.apiKeyId, request.reservationId, request.lines, now)
+      const sellables = await loadSellables(tx, ...namedIds(request.lines))
+      const priced = priceLines(request, reservation === null ? sellables : withHeldUnits(sellables, reservation), now)
       // A test order takes none of what a live one would, so no product changes either.
-      // (Units an order already holds elsewhere, e.g. reserved, come off these entries here,
-      // keeping their id order; refreshProductState below must still see every product touched.)
-      const taken = input.mode === 'live' ? priced.stock : []
+      // Units its reservation holds are not taken twice: only what goes beyond them.
+      const taken = input.mode === 'live' ? (reservation === null ? priced.stock : beyondHeld(priced.stock, reservation)) : []
       // Where stock leaves the shelf: every decrement of this order in one round trip.
       const failed = await takeStock(tx, taken)
       if (failed !== null) {
@@ -94,6 +97,7 @@ export async function placeOrder (database: Database, input: PlaceOrderInput, op
         address: request.address,
         items: priced.items
       }, now)
+      if (reservation !== null) await consumeReservation(tx, reservation, placed.id, now)
       if (idempotency) {
         await storeIdempotentResponse(tx, input.apiKeyId, idempotency.key, { body: placed, shapeVersion: ORDER_SHAPE_VERSION, location: input.locationOf(placed.id) })
       }
@@ -123,7 +127,7 @@ async function replay (database: Database, record: IdempotencyRecord, hash: stri
   return { order, location: record.location, replayed: true }
 }
 
-function namedIds (lines: OrderLine[]): [string[], string[]] {
+export function namedIds (lines: OrderLine[]): [string[], string[]] {
   return [
     [...new Set(lines.map((l) => l.productId))],
     [...new Set(lines.flatMap((l) => (l.combinationId ? [l.combinationId] : [])))]
@@ -147,7 +151,7 @@ const lineFailure = (line: number, reason: LineFailureReason, message: string): 
 const outOfStock = (line: number, name: string, available: number): ErrorDetail =>
   ({ ...lineFailure(line, 'out_of_stock', `not enough stock for "${name}": ${available} available`), available })
 
-interface PricedLines {
+export interface PricedLines {
   items: Array<{ productId: string, combinationId: string | null, name: string, quantity: number, singlePrice: string, totalPrice: string }>
   total: Cents
   /** Tracked stock to take, in id order so concurrent orders never deadlock. */
@@ -159,7 +163,7 @@ interface PricedLines {
  * Checks every line against the catalogue and prices it. An unknown product answers
  * invalid_item first; then every line that cannot be ordered is reported at once.
  */
-function priceLines (request: OrderRequest, sellables: Map<string, SellableRow>, now: Date): PricedLines {
+export function priceLines (request: Pick<OrderRequest, 'lines'>, sellables: Map<string, SellableRow>, now: Date): PricedLines {
   request.lines.forEach((line, i) => {
     if (!sellables.has(`p:${line.productId}`)) throw apiError('invalid_item', `items[${i}].productId matches no product`)
   })

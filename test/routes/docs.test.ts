@@ -59,6 +59,8 @@ function withoutVolatile (value: unknown): unknown {
   if ('orderNumber' in object) { delete object.id; delete object.date }
   // So are webhook endpoints, with a secret of their own.
   if ('events' in object && 'url' in object) { delete object.id; delete object.createdAt; delete object.secret }
+  // And reservations, with their own times.
+  if ('expiresAt' in object && 'orderId' in object) { delete object.id; delete object.createdAt; delete object.expiresAt }
   delete object.updatedAt
   return object
 }
@@ -217,8 +219,10 @@ const creatingFirst = (a: { method: string }, b: { method: string }) => rank(a.m
  * A webhook endpoint's id is made by the store that creates it: the examples of operations
  * on one are sent to the endpoint the create example made.
  */
-function onOwnEndpoint (url: string, endpointId: string | undefined): string {
-  return endpointId === undefined ? url : url.replace(/^(\/external\/v1\/webhooks\/)[0-9a-f-]{36}/, `$1${endpointId}`)
+function onOwnEndpoint (url: string, endpointId: string | undefined, reservationId?: string): string {
+  const own = endpointId === undefined ? url : url.replace(/^(\/external\/v1\/webhooks\/)[0-9a-f-]{36}/, `$1${endpointId}`)
+  // So is a reservation's.
+  return reservationId === undefined ? own : own.replace(/^(\/external\/v1\/reservations\/)[0-9a-f-]{36}/, `$1${reservationId}`)
 }
 // A redelivery names an event the endpoint was sent: the store's own history, which no example can know.
 const OWN_HISTORY = new Set(['redeliverWebhook'])
@@ -242,6 +246,7 @@ t.test('every request example works as it is against the demo catalogue', async 
   const keyFor = await exampleKeys(app, document)
 
   let endpointId: string | undefined
+  let reservationId: string | undefined
   for (const { key: name, method, path, operation } of operationsOf(document).sort(creatingFirst)) {
     if (OWN_HISTORY.has(operation.operationId)) continue
     const parameters = operation.parameters ?? []
@@ -255,9 +260,10 @@ t.test('every request example works as it is against the demo catalogue', async 
 
     const success = successOf(operation)
     for (const { url, body } of sends) {
-      const res = await app.inject({ method: method as 'GET', url: onOwnEndpoint(url, endpointId), headers: authHeaders(keyFor(operation)), ...(body === undefined ? {} : { payload: body as Json }) })
+      const res = await app.inject({ method: method as 'GET', url: onOwnEndpoint(url, endpointId, reservationId), headers: authHeaders(keyFor(operation)), ...(body === undefined ? {} : { payload: body as Json }) })
       t.equal(res.statusCode, success, `${name} ${url}${body === undefined ? '' : ` ${JSON.stringify(body)}`} answers ${success}`, { body: res.body })
       if (operation.operationId === 'createWebhook' && res.statusCode === 201) endpointId ??= res.json<{ id: string }>().id
+      if (operation.operationId === 'createReservation' && res.statusCode === 201) reservationId ??= res.json<{ id: string }>().id
     }
   }
 })
@@ -266,14 +272,16 @@ t.test('with every example at once, as "Try it out" sends them, an operation ans
   const { app, document } = await demoApp(t)
   const keyFor = await exampleKeys(app, document)
   let endpointId: string | undefined
+  let reservationId: string | undefined
   for (const { key: name, method, path, operation } of operationsOf(document).sort(creatingFirst)) {
     if (OWN_HISTORY.has(operation.operationId)) continue
     const [body] = bodyExamples(document, operation)
-    const url = onOwnEndpoint(exampleUrl(path, operation.parameters ?? []), endpointId)
+    const url = onOwnEndpoint(exampleUrl(path, operation.parameters ?? []), endpointId, reservationId)
     const res = await app.inject({ method: method as 'GET', url, headers: authHeaders(keyFor(operation)), ...(body === undefined ? {} : { payload: body as Json }) })
     const success = successOf(operation)
     t.equal(res.statusCode, success, `${name} answers ${success}`)
     if (operation.operationId === 'createWebhook' && res.statusCode === 201) endpointId = res.json<{ id: string }>().id
+    if (operation.operationId === 'createReservation' && res.statusCode === 201) reservationId = res.json<{ id: string }>().id
     // The feed's and the deliveries' answers are the store's own history (and depend on when they are read).
     if (operation.operationId === 'listChanges' || operation.operationId === 'listWebhookDeliveries') continue
     if (operation.responses[String(success)]!.content === undefined) continue

@@ -7,6 +7,7 @@ import changes from './changes.ts'
 import groupings from './groupings.ts'
 import orders from './orders.ts'
 import products from './products.ts'
+import reservations from './reservations.ts'
 import webhooks from './webhooks.ts'
 
 const externalV1: FastifyPluginAsync = async (app) => {
@@ -16,6 +17,7 @@ const externalV1: FastifyPluginAsync = async (app) => {
   await app.register(products)
   await app.register(groupings)
   await app.register(orders)
+  await app.register(reservations)
   await app.register(changes)
   await app.register(webhooks)
 }

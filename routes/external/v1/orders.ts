@@ -34,8 +34,9 @@ const orders: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Create an order',
       description: `Prices come from the catalogue (sellPrice at this moment) and stock is taken atomically: the order is created wholly or not at all.
 Checks run in this order and the first failure answers: customer_name_required, items_required, invalid_item, invalid_quantity,
-invalid_phone_number, validation_failed (other fields), then the catalogue (invalid_item for an unknown product, order_creation_failed
-with one detail per line that cannot be ordered).
+invalid_phone_number, validation_failed (other fields), then the reservation when \`reservationId\` is sent (reservation_not_found,
+reservation_not_active, reservation_mismatch), then the catalogue (invalid_item for an unknown product, order_creation_failed
+with one detail per line that cannot be ordered). With a reservation the order takes its held units: the stock check for them is the hold.
 Send an Idempotency-Key to retry safely: the same key and body within ${hours(config.IDEMPOTENCY_TTL_HOURS)} replays the first response.
 With a test key (\`sk_test_…\`) the same checks run against the same stock, but the order takes no stock: it is a test order
 (mode test, numbered T100001, T100002, …) that only that key sees.`,
@@ -48,6 +49,7 @@ With a test key (\`sk_test_…\`) the same checks run against the same stock, bu
         201: documentedResponse('Created. Replays of an Idempotency-Key answer the same, with Idempotent-Replayed: true', ref(OrderSummary), RESPONSE_EXAMPLES.createOrder, [...ordersHeaders(201), 'Location', 'Idempotent-Replayed']),
         ...withHeaders(v1Errors(
           'customer_name_required', 'items_required', 'invalid_item', 'invalid_quantity', 'invalid_phone_number', 'order_creation_failed', 'invalid_json',
+          'reservation_mismatch', 'reservation_not_found', 'reservation_not_active',
           'idempotency_key_in_use', 'payload_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'store_under_maintenance',
           { code: 'validation_failed', message: 'body.address.latitude: must be <= 90', details: [{ path: 'body.address.latitude', message: 'must be <= 90' }] }
         ), ordersHeaders)
