@@ -2,7 +2,7 @@
 // POST /test/orders/{orderNumberOrId}/status, a test key moving its own test orders.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { apiError, invalidField } from '../../../errors.ts'
+import { apiError } from '../../../errors.ts'
 import { PAGE_SIZE, conditionalResponses, documentedResponse, pageWindow, ref, withHeaders, type ResponseHeader } from '../../../schemas/common.ts'
 import { RESPONSE_EXAMPLES } from '../../../schemas/examples.ts'
 import { CreateOrderBody, ListOrdersQuery, Order, OrderPage, OrderParams, OrderSummary, TestOrderStatusBody } from '../../../schemas/orders.ts'
@@ -11,13 +11,11 @@ import { openListCursor } from '../../../services/list-cursor.ts'
 import { setTestOrderStatus } from '../../../services/order-status.ts'
 import { getOrder, listOrders, orderFilters, type OrderFilters } from '../../../services/orders.ts'
 import { placeOrder } from '../../../services/place-order.ts'
-import { v1Errors, v1Headers } from './shared.ts'
+import { idempotencyKeyOf, stockWriteGuard, v1Errors, v1Headers } from './shared.ts'
 
 // Every orders response says Cache-Control: `private, no-cache` on a read that succeeded
 // (set with its ETag), `no-store` on everything else.
 const ordersHeaders = (status: number): ResponseHeader[] => [...v1Headers(status), 'Cache-Control']
-
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 
 const orders: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app
@@ -59,18 +57,9 @@ With a test key (\`sk_test_…\`) the same checks run against the same stock, bu
     // schema above documents it.
     validatorCompiler: () => () => true,
     handlerTimeout: config.ORDER_TIMEOUT_MS,
-    preValidation: async (request) => {
-      if (app.store.settings.maintenance) {
-        throw apiError('store_under_maintenance', undefined, { headers: { 'retry-after': String(config.MAINTENANCE_RETRY_AFTER) } })
-      }
-      const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase()
-      if (type !== 'application/json') throw apiError('unsupported_media_type')
-    }
+    preValidation: stockWriteGuard(app)
   }, async (request, reply) => {
-    const idempotencyKey = request.headers['idempotency-key']
-    if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(idempotencyKey))) {
-      throw invalidField('header.idempotency-key', 'must be 1 to 255 visible ASCII characters')
-    }
+    const idempotencyKey = idempotencyKeyOf(request)
     const base = publicBase ?? `${request.protocol}://${request.host}`
     const placed = await placeOrder(app.database, {
       apiKeyId: request.apiKey.id,

@@ -2,18 +2,16 @@
 // shopper pays, then creates the order with the reservation's id (or releases it).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { apiError, invalidField } from '../../../errors.ts'
 import { documentedResponse, ref, withHeaders } from '../../../schemas/common.ts'
 import { RESPONSE_EXAMPLES } from '../../../schemas/examples.ts'
 import { CreateReservationBody, MAX_ACTIVE_RESERVATIONS, RESERVATION_TTL, Reservation, ReservationParams } from '../../../schemas/reservations.ts'
 import { hours } from '../../../schemas/wording.ts'
 import { getReservation, holdStock, releaseReservation } from '../../../services/reservations.ts'
-import { v1Errors, v1Headers } from './shared.ts'
+import { idempotencyKeyOf, stockWriteGuard, v1Errors, v1Headers } from './shared.ts'
 
 const TAGS = ['Reservations']
 // Holding stock is part of ordering: the same scope.
 const SCOPE = { scope: 'orders:create' } as const
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 const NOT_ACTIVE_EXAMPLE = { code: 'reservation_not_active' as const, message: 'The reservation is consumed by an order' }
 
 const reservations: FastifyPluginAsyncTypebox = async (app) => {
@@ -52,18 +50,9 @@ A test key's reservation runs every check against the real stock and holds nothi
     // The body is read by the service, with an order's item checks in their order; the schema above documents it.
     validatorCompiler: () => () => true,
     handlerTimeout: config.ORDER_TIMEOUT_MS,
-    preValidation: async (request) => {
-      if (app.store.settings.maintenance) {
-        throw apiError('store_under_maintenance', undefined, { headers: { 'retry-after': String(config.MAINTENANCE_RETRY_AFTER) } })
-      }
-      const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase()
-      if (type !== 'application/json') throw apiError('unsupported_media_type')
-    }
+    preValidation: stockWriteGuard(app)
   }, async (request, reply) => {
-    const idempotencyKey = request.headers['idempotency-key']
-    if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(idempotencyKey))) {
-      throw invalidField('header.idempotency-key', 'must be 1 to 255 visible ASCII characters')
-    }
+    const idempotencyKey = idempotencyKeyOf(request)
     const base = publicBase ?? `${request.protocol}://${request.host}`
     const hold = await holdStock(app.database, {
       apiKeyId: request.apiKey.id,

@@ -1,6 +1,7 @@
-// What every /external/v1 operation shares: the errors any of them can answer, and the
-// headers its responses carry.
-import type { ErrorCode } from '../../../errors.ts'
+// What every /external/v1 operation shares: the errors any of them can answer, the
+// headers its responses carry, and the guards of the operations that take stock.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { apiError, invalidField, type ErrorCode } from '../../../errors.ts'
 import { RATE_LIMIT_HEADERS, errorResponses, withHeaders, type ErrorExample, type ResponseHeader } from '../../../schemas/common.ts'
 
 // The last three come from the HTTP parser, before any route: headers too large, a request
@@ -24,4 +25,29 @@ export function v1Headers (status: number): ResponseHeader[] {
 /** The documented error responses of an operation: its own codes plus those every operation can answer. */
 export function v1Errors<C extends ErrorCode> (...codes: Array<C | ErrorExample<C>>) {
   return withHeaders(errorResponses<C | typeof COMMON_ERRORS[number]>(...codes, ...COMMON_ERRORS), v1Headers)
+}
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
+
+/** The request's Idempotency-Key, checked; undefined when it sends none. */
+export function idempotencyKeyOf (request: FastifyRequest): string | undefined {
+  const key = request.headers['idempotency-key']
+  if (key !== undefined && (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))) {
+    throw invalidField('header.idempotency-key', 'must be 1 to 255 visible ASCII characters')
+  }
+  return key
+}
+
+/**
+ * Before an order or a hold reads its body: refused while the store is under maintenance,
+ * and unless the body is JSON.
+ */
+export function stockWriteGuard (app: FastifyInstance) {
+  return async (request: FastifyRequest): Promise<void> => {
+    if (app.store.settings.maintenance) {
+      throw apiError('store_under_maintenance', undefined, { headers: { 'retry-after': String(app.config.MAINTENANCE_RETRY_AFTER) } })
+    }
+    const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase()
+    if (type !== 'application/json') throw apiError('unsupported_media_type')
+  }
 }
