@@ -678,7 +678,7 @@ async function main () {
       if (run === 1) await checkAgainstApp({ app, bench, filters, firstPage, ordersPage, bulk, terms, benchKeyId, monitor })
       if (run === 1 && databaseCeilings && monitor) {
         // The app's own answers, byte for byte, as the database ceilings serve them.
-        const filled = await fillRendered(monitor, { baseUrl: app.server.baseUrl, key: app.key, productIds: bench.productIds, pages: Math.max(1, Math.ceil(settings.products / PAGE_SIZE)) })
+        const filled = await fillRendered(monitor, { baseUrl: app.server.baseUrl, key: app.key, pages: Math.max(1, Math.ceil(settings.products / PAGE_SIZE)) })
         log(`  db ceilings: ${num(filled.products)} products' and ${num(filled.pages)} pages' JSON from the app into PostgreSQL in ${seconds(filled.ms)}`)
       }
       bare = await startBareServer(runtime, { products: bareProducts, page: firstPage, ...(ordersPage ? { ordersPage } : {}), ...(databaseCeilings ? { databaseUrl: pg!.url } : {}) })
