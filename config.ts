@@ -95,7 +95,7 @@ export const ConfigSchema = Type.Object({
   }),
   WEBHOOK_DISABLE_AFTER_MS: Type.Integer({ default: 259200000, minimum: 1, description: 'An endpoint whose deliveries fail with no success for this long (3 days) is disabled' }),
   WEBHOOK_POLL_MS: Type.Integer({ default: 100, minimum: 5, description: 'How often an idle instance looks for deliveries that are due (a busy one claims again as attempts end)' }),
-  WEBHOOK_CONCURRENCY: Type.Integer({ default: 128, minimum: 1, maximum: 1000, description: 'Delivery attempts each instance makes at once (and so its most connections open to endpoints)' }),
+  WEBHOOK_CONCURRENCY: Type.Integer({ default: 64, minimum: 1, maximum: 1000, description: 'Delivery attempts each instance makes at once (and so its most connections open to endpoints)' }),
   WEBHOOK_KEEP_ALIVE_MS: Type.Integer({
     default: 10000,
     minimum: 0,
