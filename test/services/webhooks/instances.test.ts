@@ -242,7 +242,9 @@ t.test('an instance killed mid-attempt: another delivers within the lease', need
   // It would claim what it publishes itself: stopped, so only the process delivers.
   await api.webhooks.worker.stop(0)
   const LEASE_MS = 4000
-  const server = await startServer(root, { ...ENV, STOREFRONT_SOURCE: '1', DATABASE_URL: url!, WEBHOOK_LEASE_MS: String(LEASE_MS), WEBHOOK_TIMEOUT_MS: '3000', LOG_LEVEL: 'error' })
+  // HEAP_LIMIT_MB=0: the server runs in the process started, not under a launcher, so the
+  // SIGKILL below kills the process that holds the attempt.
+  const server = await startServer(root, { ...ENV, STOREFRONT_SOURCE: '1', DATABASE_URL: url!, WEBHOOK_LEASE_MS: String(LEASE_MS), WEBHOOK_TIMEOUT_MS: '3000', LOG_LEVEL: 'error', HEAP_LIMIT_MB: '0' })
   t.teardown(() => { if (server.child.exitCode === null) server.child.kill('SIGKILL') })
   await writeEvents(database, 1)
   await receiver.waitFor(1, 30_000)
