@@ -13,6 +13,11 @@ export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
  */
 export const OPERATOR_PGLITE_BUFFERS_MB = 32
 export const DEFAULT_API_TITLE = 'Storefront External API'
+/**
+ * A stock write that meets a deadlock or a serialization failure is run again this many times
+ * in all, after a jittered pause of about baseDelayMs × attempt; then it answers 503.
+ */
+export const STOCK_RETRY = { attempts: 4, baseDelayMs: 20 } as const
 /** An address as a mail client takes it: one @, a dot in the domain, nothing that would need quoting. */
 const EMAIL = /^[^\s@<>()[\]",;:\\]+@[^\s@<>()[\]",;:\\]+\.[^\s@<>()[\]",;:\\.]+$/
 

@@ -13,6 +13,7 @@ import { renumberProducts } from '../db/products.ts'
 import { resetCatalog } from '../db/settings.ts'
 import { SCOPES } from '../lib/api-key-secret.ts'
 import { renderMissingDocuments } from '../services/catalog.ts'
+import { StockKeeper } from '../services/stock.ts'
 import { toCents, toDecimalText } from '../lib/money.ts'
 import type { CatalogProduct } from '../schemas/catalog-file.ts'
 import { orderable, searchText, type BenchCatalog } from './catalog.ts'
@@ -146,7 +147,7 @@ export async function bulkLoadCatalog (database: Database, bench: BenchCatalog):
     await renumberProducts(tx)
   })
   // The read model's documents, rendered by the app's own code.
-  await renderMissingDocuments(database, 2000)
+  await renderMissingDocuments(new StockKeeper(database), 2000)
   // Instances drop cached reads when the reset version moves, as after an import.
   await resetCatalog(database.db)
 }

@@ -1,16 +1,18 @@
-// The SQL of a catalogue import: checked items written in batches (the coordination, one
-// transaction around it all, lives in services/catalog-import.ts). Products are upserted by
-// id. A product whose content hash is what the store already has is left alone; a new or
-// changed one gets its categories, variants, combinations and discounts (re)written, and its
-// change event. With `replace`, products the file does not list are deleted.
+// The SQL of a catalogue import: which products the file changes (the plan), then its
+// checked items written in batches (the coordination, one transaction around the writing,
+// lives in services/catalog-import.ts). Products are upserted by id. A product whose content
+// hash is what the store already has is left alone; a new or changed one gets its categories,
+// variants, combinations and discounts (re)written, and its change event. With `replace`,
+// products the file does not list are deleted. Quantities are not written here: the file's
+// stock is set by db/stock.ts, the only code that changes stock, once each batch is written.
 import { sql } from 'drizzle-orm'
 import type { CatalogChecker, CheckedItem } from '../lib/catalog-file.ts'
-import { jsonHash } from '../lib/json-hash.ts'
 import { toCents, toDecimalText } from '../lib/money.ts'
 import type { CatalogGroup, CatalogProduct } from '../schemas/catalog-file.ts'
-import { execute, type Database, type Tx } from './client.ts'
+import { execute, type Tx } from './client.ts'
 import { insertEvents } from './events.ts'
 import { ADVISORY_LOCKS } from './locks.ts'
+import type { ImportedStock } from './stock.ts'
 
 /** Products written per batch: a few round trips each, a few megabytes of rows at most. */
 export const IMPORT_BATCH = 1000
@@ -25,6 +27,28 @@ export interface WriterOptions {
   onProgress?: (products: number) => void
   /** Products per batch (IMPORT_BATCH). */
   batchSize?: number
+}
+
+/** A checked item as the import keeps it between reading the file and writing it: a product with its content hash. */
+export type SpooledItem = CheckedItem & { hash?: string }
+
+/** What an import will change, worked out before it locks anything. */
+export interface ImportPlan {
+  /** Products of the file to write: new ones, and those whose content differs from the store's. */
+  write: Set<string>
+  /** Of those, the ones the store has (they are locked before they are written). */
+  changed: string[]
+  /** Products a replacing file leaves out: deleted. */
+  removed: string[]
+  /** Other products whose variants, options or combinations the written ones take over. */
+  donors: string[]
+}
+
+/** What the writer needs besides the rows: the plan, and the stock phase of each batch. */
+export interface WriterPlan {
+  plan: ImportPlan
+  /** After a batch's rows are written: the file's stock for its products, and which of them it created. */
+  onStock: (stock: ImportedStock[], created: string[]) => Promise<void>
 }
 
 const decimal = (amount: number) => toDecimalText(toCents(amount))
@@ -56,9 +80,60 @@ export async function lockCatalogImports (tx: Tx): Promise<void> {
   await tx.execute(sql.raw(`select pg_advisory_xact_lock(${ADVISORY_LOCKS.catalogImport})`))
 }
 
-/** Lets the transaction sit idle while a slow source (stdin) is read; PGlite has no such timeout. */
-export async function allowIdleTransaction (tx: Tx, kind: Database['kind']): Promise<void> {
-  if (kind === 'postgres') await tx.execute(sql`set local idle_in_transaction_session_timeout = 0`)
+/** Items of the file looked at per statement while planning. */
+const PLAN_CHUNK = 5000
+
+const childIds = (p: CatalogProduct) => [
+  ...(p.variants ?? []).flatMap((v) => [v.id, ...v.options.map((o) => o.id)]),
+  ...(p.combinations ?? []).map((c) => c.id)
+].map((id) => id.toLowerCase())
+
+/**
+ * Reads the file's products (already checked) against the store, without locking anything:
+ * which are new or changed, which a replacing file removes, and which other products would
+ * lose children to them. Only imports change content hashes and children, and one runs at a
+ * time (lockCatalogImports), so this stays true while the import runs.
+ */
+export async function planImport (tx: Tx, items: AsyncIterable<SpooledItem>, options: { replace?: boolean | undefined }): Promise<ImportPlan> {
+  const plan: ImportPlan = { write: new Set(), changed: [], removed: [], donors: [] }
+  const listed = new Set<string>()
+  const donors = new Set<string>()
+  let chunk: Array<{ id: string, hash: string, children: string[] }> = []
+  const look = async () => {
+    if (chunk.length === 0) return
+    const stored = new Map((await execute<{ id: string, content_hash: string | null }>(tx, sql`
+      select id::text as id, content_hash from products where id = any(${uuids(chunk.map((p) => p.id))})`)).map((r) => [r.id, r.content_hash]))
+    const children: string[] = []
+    for (const p of chunk) {
+      if (stored.has(p.id) && stored.get(p.id) === p.hash) continue
+      plan.write.add(p.id)
+      if (stored.has(p.id)) plan.changed.push(p.id)
+      children.push(...p.children)
+    }
+    if (children.length > 0) {
+      const owners = await execute<{ owner: string }>(tx, sql`
+        select v.product_id::text as owner from variants v where v.id = any(${uuids(children)})
+        union select v.product_id::text from variant_options o join variants v on v.id = o.variant_id where o.id = any(${uuids(children)})
+        union select c.product_id::text from combinations c where c.id = any(${uuids(children)})`)
+      for (const { owner } of owners) donors.add(owner)
+    }
+    chunk = []
+  }
+  for await (const entry of items) {
+    if (entry.section !== 'products') continue
+    const id = entry.item.id.toLowerCase()
+    listed.add(id)
+    chunk.push({ id, hash: entry.hash!, children: childIds(entry.item) })
+    if (chunk.length >= PLAN_CHUNK) await look()
+  }
+  await look()
+  if (options.replace === true) {
+    const stored = await execute<{ id: string }>(tx, sql`select id::text as id from products`)
+    plan.removed = stored.map((r) => r.id).filter((id) => !listed.has(id))
+  }
+  // A product keeps its own children when it is rewritten: only the others are donors.
+  plan.donors = [...donors].filter((id) => !plan.write.has(id))
+  return plan
 }
 
 /** Fresh planner statistics for the catalogue tables. */
@@ -81,7 +156,7 @@ export class CatalogWriter {
   readonly written: string[] = []
   private categories: CatalogGroup[] = []
   private brands: CatalogGroup[] = []
-  private products: Array<{ index: number, product: CatalogProduct }> = []
+  private products: Array<{ index: number, product: CatalogProduct, hash: string }> = []
   /** Lower-cased ids of the categories and brands in the store: found there, or written by this import. */
   private readonly stored = { category: new Set<string>(), brand: new Set<string>() }
   /** The write under way, if any: the next batch is read and checked meanwhile (see `enqueue`). */
@@ -93,13 +168,14 @@ export class CatalogWriter {
   private readonly taken: Array<{ path: string, owner: string }> = []
   private readonly batchSize: number
 
-  constructor (private readonly tx: Tx, private readonly checker: CatalogChecker, private readonly now: Date, private readonly options: WriterOptions) {
+  constructor (private readonly tx: Tx, private readonly checker: CatalogChecker, private readonly now: Date,
+    private readonly options: WriterOptions, private readonly planned: WriterPlan) {
     this.batchSize = options.batchSize ?? IMPORT_BATCH
   }
 
-  async add (checked: CheckedItem): Promise<void> {
+  async add (checked: SpooledItem): Promise<void> {
     if (checked.section === 'products') {
-      this.products.push({ index: checked.index, product: checked.item })
+      this.products.push({ index: checked.index, product: checked.item, hash: checked.hash! })
       if (this.products.length >= this.batchSize) await this.enqueue(() => this.writeProducts())
     } else {
       const list = this[checked.section]
@@ -165,12 +241,18 @@ export class CatalogWriter {
   }
 
   private async writeProducts (): Promise<void> {
-    const batch = this.products
+    const read = this.products
     this.products = []
+    // Products the plan found unchanged are not written at all, so their updated_at stays.
+    const batch = read.filter(({ product }) => this.planned.plan.write.has(product.id.toLowerCase()))
+    this.counts.unchanged += read.length - batch.length
     // Categories and brands read so far first, so the products can name them.
     await this.writeGroups('categories')
     await this.writeGroups('brands')
-    if (batch.length === 0) return
+    if (batch.length === 0) {
+      if (read.length > 0) this.options.onProgress?.(this.checker.counts.products)
+      return
+    }
     const unknown = { category: new Set<string>(), brand: new Set<string>() }
     for (const { product: p } of batch) {
       for (const id of p.categoryIds ?? []) if (!this.known('category', id)) unknown.category.add(id.toLowerCase())
@@ -179,13 +261,11 @@ export class CatalogWriter {
     for (const id of await this.existing('categories', unknown.category)) this.stored.category.add(id)
     for (const id of await this.existing('brands', unknown.brand)) this.stored.brand.add(id)
 
-    const rows = batch.map(({ product: p }) => ({
+    const rows = batch.map(({ product: p, hash }) => ({
       id: p.id,
       name: p.name,
       sku: p.sku ?? null,
       barcode: p.barcode ?? null,
-      // With combinations, stock lives on them.
-      quantity: p.combinations?.length ? null : (p.quantity ?? null),
       price: decimal(p.price),
       is_available: p.isAvailable,
       image_url: p.imageUrl ?? null,
@@ -193,22 +273,21 @@ export class CatalogWriter {
       brand_id: p.brandId && this.known('brand', p.brandId) ? p.brandId : null,
       search_text: searchText(p),
       available: orderable(p),
-      content_hash: jsonHash(p)
+      content_hash: hash
     }))
-    // Rows the import leaves as they are (same content hash) are not written at all, so
-    // their updated_at stays; `before` is the statement's snapshot, so it tells new from changed.
+    // `before` is the statement's snapshot, so it tells new from changed.
     const written = await execute<{ id: string, created: boolean }>(this.tx, sql`
       with input as (
-        select * from ${recordset(rows)} as x(id uuid, name text, sku text, barcode text, quantity integer, price numeric,
+        select * from ${recordset(rows)} as x(id uuid, name text, sku text, barcode text, price numeric,
           is_available boolean, image_url text, brand_id uuid, search_text text, available boolean, content_hash text)
       ), before as (
         select p.id from products p join input on input.id = p.id
       ), written as (
-        insert into products as p (id, name, sku, barcode, quantity, price, is_available, image_url, brand_id, available, content_hash, updated_at)
-        select id, name, sku, barcode, quantity, price, is_available, image_url, brand_id, available, content_hash,
+        insert into products as p (id, name, sku, barcode, price, is_available, image_url, brand_id, available, content_hash, updated_at)
+        select id, name, sku, barcode, price, is_available, image_url, brand_id, available, content_hash,
           ${this.now.toISOString()}::timestamptz from input
         on conflict (id) do update set name = excluded.name, sku = excluded.sku, barcode = excluded.barcode,
-          quantity = excluded.quantity, price = excluded.price, is_available = excluded.is_available,
+          price = excluded.price, is_available = excluded.is_available,
           image_url = excluded.image_url, brand_id = excluded.brand_id,
           available = excluded.available, content_hash = excluded.content_hash, updated_at = excluded.updated_at
         where p.content_hash is distinct from excluded.content_hash
@@ -226,15 +305,23 @@ export class CatalogWriter {
       )
       select id::text as id, created from changes`)
 
-    const created = new Set(written.filter((r) => r.created).map((r) => r.id))
+    const created = written.filter((r) => r.created).map((r) => r.id)
     const updated = written.filter((r) => !r.created).map((r) => r.id)
-    this.counts.created += created.size
+    this.counts.created += created.length
     this.counts.updated += updated.length
     this.counts.unchanged += batch.length - written.length
     for (const { id } of written) this.written.push(id)
     if (written.length > 0) {
       const isWritten = new Set(written.map((r) => r.id))
-      await this.replaceChildren(batch.filter(({ product }) => isWritten.has(product.id.toLowerCase())), updated)
+      const writtenBatch = batch.filter(({ product }) => isWritten.has(product.id.toLowerCase()))
+      await this.replaceChildren(writtenBatch, updated)
+      // The file's quantity is the stock.
+      await this.planned.onStock(writtenBatch.map(({ product: p }) => ({
+        productId: p.id,
+        // With combinations, stock lives on them.
+        quantity: p.combinations?.length ? null : (p.quantity ?? null),
+        combinations: (p.combinations ?? []).map((c) => ({ id: c.id, quantity: c.quantity ?? null }))
+      })), created)
     }
     this.options.onProgress?.(this.checker.counts.products)
   }
@@ -286,7 +373,6 @@ export class CatalogWriter {
           product_id: p.id,
           sku: c.sku ?? null,
           barcode: c.barcode ?? null,
-          quantity: c.quantity ?? null,
           price: decimal(c.price),
           is_available: c.isAvailable,
           image_url: c.imageUrl ?? null,
@@ -310,9 +396,9 @@ export class CatalogWriter {
         insert into variant_options (id, variant_id, name, position)
         select id, variant_id, name, position from ${recordset(options)} as x(id uuid, variant_id uuid, name text, position integer)
       ), c as (
-        insert into combinations (id, product_id, sku, barcode, quantity, price, is_available, image_url, position)
-        select id, product_id, sku, barcode, quantity, price, is_available, image_url, position
-        from ${recordset(combinations)} as x(id uuid, product_id uuid, sku text, barcode text, quantity integer, price numeric,
+        insert into combinations (id, product_id, sku, barcode, price, is_available, image_url, position)
+        select id, product_id, sku, barcode, price, is_available, image_url, position
+        from ${recordset(combinations)} as x(id uuid, product_id uuid, sku text, barcode text, price numeric,
           is_available boolean, image_url text, position integer)
       ), co as (
         insert into combination_options (combination_id, option_id, position)
@@ -375,8 +461,7 @@ export class CatalogWriter {
   }
 
   private async removeUnlisted (): Promise<void> {
-    const stored = await execute<{ id: string }>(this.tx, sql`select id::text as id from products`)
-    const unlisted = stored.map((r) => r.id).filter((id) => !this.checker.defines('product', id))
+    const unlisted = this.planned.plan.removed
     for (let i = 0; i < unlisted.length; i += REMOVE_CHUNK) {
       // Their categories, variants, combinations and discounts go by ON DELETE CASCADE; order
       // items keep the product's id and name (no foreign key to the catalogue).

@@ -1,90 +1,16 @@
-// Orders in SQL: the rows an order is priced from, stock decrements, the order and its
-// items, Idempotency-Key records, the calling key's list and lookups, status updates.
-// Rules (what may be ordered, which transitions exist) live in services/.
+// Orders in SQL: the order and its items, the calling key's list and lookups, status updates.
+// Rules (what may be ordered, which transitions exist) live in services/; the stock an order
+// takes, in db/stock.ts.
 import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm'
-import { toAmount, toCents, type Discount } from '../lib/money.ts'
+import { toAmount, toCents } from '../lib/money.ts'
 import { isUuid, type ListWindow, type SortKey } from '../schemas/common.ts'
 import { ORDER_NUMBER_PATTERN, TEST_ORDER_NUMBER_PATTERN, type DeliveryAddress, type Order, type OrderMode, type OrderStatus, type OrderSummary } from '../schemas/orders.ts'
 import { containing, execute, runStatement, statement, type Statement, type Tx } from './client.ts'
 import { insertEvents } from './events.ts'
-import { discountJson } from './products.ts'
-import { ORDER_COUNT_SHARDS, idempotencyKeys, orderCounts, orders } from './schema.ts'
-
-/** A product or one of its combinations, as an order line sees it. */
-export interface SellableRow {
-  product_id: string
-  combination_id: string | null
-  name: string
-  option_names: string[] | null
-  price: string
-  /** Its own discount, else (for a combination) its product's. */
-  discount: Discount | null
-  quantity: number | null
-  is_available: boolean
-  /** For a product row: whether it has combinations (then one must be chosen). */
-  has_combinations: boolean
-  /** For a combination row: the product it belongs to, and whether that product is available. */
-  owner_id: string | null
-  owner_available: boolean | null
-}
+import { ORDER_COUNT_SHARDS, orderCounts, orderItems, orders } from './schema.ts'
 
 // The order path's statements are rendered once, at load: their text never changes with the
-// order (the lines go as array or JSON parameters) and nothing is built per call. Directly
-// on PostgreSQL postgres.js prepares each once per connection; behind a transaction pooler
-// (nothing prepared) PostgreSQL parses these short texts, and the stock loop's plans stay
-// cached in its function (take_stock) for the life of each server connection.
-
-/** A PostgreSQL array literal of ids the caller has checked are GUIDs (no quoting needed). */
-const uuidArray = (ids: readonly string[]) => `{${ids.join(',')}}`
-
-const SELLABLES = statement(sql`
-    select p.id as product_id, null::uuid as combination_id, p.name, null::json as option_names, p.price::text as price,
-      ${discountJson('product_id', 'p.id')} as discount, p.quantity, p.is_available,
-      exists (select 1 from combinations c where c.product_id = p.id) as has_combinations, null::uuid as owner_id, null::boolean as owner_available
-    from products p where p.id = any($1::uuid[])
-    union all
-    select c.product_id, c.id, p.name,
-      (select json_agg(o.name order by co.position) from combination_options co join variant_options o on o.id = co.option_id
-            where co.combination_id = c.id),
-      c.price::text, coalesce(${discountJson('combination_id', 'c.id')}, ${discountJson('product_id', 'p.id')}),
-      c.quantity, c.is_available, false, c.product_id, p.is_available
-    from combinations c join products p on p.id = c.product_id where c.id = any($2::uuid[])`)
-
-/** Loads every product and combination the lines name (GUIDs), in one round trip; keys `p:<id>` and `c:<id>`. */
-export async function loadSellables (tx: Tx, productIds: string[], combinationIds: string[]): Promise<Map<string, SellableRow>> {
-  const rows = await runStatement<SellableRow>(tx, SELLABLES, [uuidArray(productIds), uuidArray(combinationIds)])
-  return new Map(rows.map((r) => [r.combination_id ? `c:${r.combination_id}` : `p:${r.product_id}`, r]))
-}
-
-export type StockOwner = 'products' | 'combinations'
-
-/** Tracked stock one order takes from a product or a combination. */
-export interface StockTake { owner: StockOwner, id: string, quantity: number }
-
-const TAKE_STOCK = statement(sql`select take_stock($1::uuid[], $2::integer[], $3::boolean[]) as failed`)
-
-/**
- * Takes each entry's units, in the order given, when at least that many are left: one round
- * trip, the conditional decrements running in take_stock (a PL/pgSQL function, so its plans
- * are cached by each server connection, pooler or not). Returns the index of the first
- * entry that could not be taken, its decrement and those after it not made; the caller
- * rolls back the ones before. Null when all were taken.
- */
-export async function takeStock (tx: Tx, takes: readonly StockTake[]): Promise<number | null> {
-  if (takes.length === 0) return null
-  const [row] = await runStatement<{ failed: number }>(tx, TAKE_STOCK, [
-    uuidArray(takes.map((t) => t.id)),
-    `{${takes.map((t) => t.quantity).join(',')}}`,
-    `{${takes.map((t) => t.owner === 'combinations').join(',')}}`
-  ])
-  return row!.failed === 0 ? null : row!.failed - 1
-}
-
-/** Units left of a product or combination (0 when it is gone). */
-export async function stockLeft (tx: Tx, owner: StockOwner, id: string): Promise<number> {
-  const [row] = await execute<{ quantity: number | null }>(tx, sql`select quantity from ${sql.raw(owner)} where id = ${id}`)
-  return row?.quantity ?? 0
-}
+// order (the lines go as a JSON parameter) and nothing is built per call.
 
 export interface NewOrder {
   apiKeyId: string
@@ -98,7 +24,8 @@ export interface NewOrder {
   customerPhone: string
   note: string | null
   address: unknown
-  items: Array<{ productId: string, combinationId: string | null, name: string, quantity: number, singlePrice: string, totalPrice: string }>
+  /** With the units each line took from tracked stock. */
+  items: Array<{ productId: string, combinationId: string | null, name: string, quantity: number, singlePrice: string, totalPrice: string, taken: number }>
 }
 
 // Each mode's numbers, and how they are written: the sequence name is one of these two, never input.
@@ -117,10 +44,10 @@ const insertOrderStatement = (mode: OrderMode) => statement(sql`
         $4::numeric, $5::numeric, $6::integer, $7::text, $8::text, $9::text, $10::jsonb, $11::timestamptz, $11::timestamptz)
       returning *
     ), lines as (
-      insert into order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price)
-      select $1::uuid, i.line, i.product_id, i.combination_id, i.name, i.quantity, i.single_price, i.total_price
+      insert into order_items (order_id, line, product_id, combination_id, name, quantity, single_price, total_price, taken)
+      select $1::uuid, i.line, i.product_id, i.combination_id, i.name, i.quantity, i.single_price, i.total_price, i.taken
       from json_to_recordset($12::json) as i(line integer, product_id uuid, combination_id uuid, name text,
-        quantity integer, single_price numeric, total_price numeric)
+        quantity integer, single_price numeric, total_price numeric, taken integer)
     ), counted as (
       insert into order_counts (api_key_id, shard, count) values ($2::uuid, $13::integer, 1)
       on conflict (api_key_id, shard) do update set count = order_counts.count + 1
@@ -134,10 +61,11 @@ const insertOrderStatement = (mode: OrderMode) => statement(sql`
 const INSERT_ORDER: Record<OrderMode, Statement> = { live: insertOrderStatement('live'), test: insertOrderStatement('test') }
 
 /**
- * Inserts the order (its number from its mode's sequence), its items, the key's order count
- * and its `order.created` event, in one statement: one round trip whatever the number of lines.
+ * Inserts the order with this id (its number from its mode's sequence), its items, the key's
+ * order count and its `order.created` event, in one statement: one round trip whatever the
+ * number of lines.
  */
-export async function insertOrder (tx: Tx, order: NewOrder, now: Date): Promise<OrderSummary> {
+export async function insertOrder (tx: Tx, id: string, order: NewOrder, now: Date): Promise<OrderSummary> {
   const items = order.items.map((item, line) => ({
     line,
     product_id: item.productId,
@@ -145,10 +73,11 @@ export async function insertOrder (tx: Tx, order: NewOrder, now: Date): Promise<
     name: item.name,
     quantity: item.quantity,
     single_price: item.singlePrice,
-    total_price: item.totalPrice
+    total_price: item.totalPrice,
+    taken: item.taken
   }))
   const [row] = await runStatement<RawOrderRow>(tx, INSERT_ORDER[order.mode], [
-    crypto.randomUUID(), order.apiKeyId, order.total, order.deliveryFee, order.finalTotal, order.productsCount,
+    id, order.apiKeyId, order.total, order.deliveryFee, order.finalTotal, order.productsCount,
     order.customerName, order.customerPhone, order.note, order.address === null ? null : JSON.stringify(order.address),
     now.toISOString(), JSON.stringify(items), Math.floor(Math.random() * ORDER_COUNT_SHARDS)
   ])
@@ -192,55 +121,6 @@ function fromRaw (row: RawOrderRow): OrderRow {
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at)
   }
-}
-
-/** What was stored for an Idempotency-Key. */
-export interface IdempotencyRecord {
-  requestHash: string
-  body: unknown
-  /** The response shape the body was stored in. */
-  shapeVersion: number
-  location: string
-}
-
-/**
- * Claims an Idempotency-Key for this transaction: true when it was free (or expired). A
- * concurrent claim holds the row's lock until it commits; this waits at most `lockTimeoutMs`
- * and then fails with PostgreSQL's lock_not_available (55P03).
- */
-export async function claimIdempotencyKey (tx: Tx, input: { apiKeyId: string, key: string, requestHash: string, ttlHours: number, lockTimeoutMs: number }): Promise<boolean> {
-  await tx.execute(sql.raw(`set local lock_timeout = ${Math.trunc(input.lockTimeoutMs)}`))
-  const inserted = await execute<{ key: string }>(tx, sql`
-    insert into idempotency_keys (api_key_id, key, request_hash, expires_at)
-    values (${input.apiKeyId}, ${input.key}, ${input.requestHash}, now() + make_interval(hours => ${input.ttlHours}))
-    on conflict (api_key_id, key) do update set request_hash = excluded.request_hash, status_code = null,
-      response_body = null, response_headers = null, created_at = now(), expires_at = excluded.expires_at
-      where idempotency_keys.expires_at <= now()
-    returning key`)
-  return inserted.length > 0
-}
-
-export async function findIdempotencyRecord (tx: Tx, apiKeyId: string, key: string): Promise<IdempotencyRecord | null> {
-  const [row] = await tx.select().from(idempotencyKeys)
-    .where(and(eq(idempotencyKeys.apiKeyId, apiKeyId), eq(idempotencyKeys.key, key), sql`${idempotencyKeys.expiresAt} > now()`))
-  if (!row || row.statusCode === null) return null
-  return {
-    requestHash: row.requestHash,
-    body: row.responseBody,
-    shapeVersion: row.responseVersion,
-    location: (row.responseHeaders as { location: string }).location
-  }
-}
-
-export async function storeIdempotentResponse (tx: Tx, apiKeyId: string, key: string, response: { body: unknown, shapeVersion: number, location: string }): Promise<void> {
-  await tx.update(idempotencyKeys)
-    .set({ statusCode: 201, responseBody: response.body, responseVersion: response.shapeVersion, responseHeaders: { location: response.location } })
-    .where(and(eq(idempotencyKeys.apiKeyId, apiKeyId), eq(idempotencyKeys.key, key)))
-}
-
-export async function deleteExpiredIdempotencyKeys (db: Tx): Promise<number> {
-  const rows = await execute<{ n: number }>(db, sql`with gone as (delete from idempotency_keys where expires_at <= now() returning 1) select count(*)::int as n from gone`)
-  return rows[0]!.n
 }
 
 type OrderRow = typeof orders.$inferSelect
@@ -378,6 +258,19 @@ export async function findOrderForKey (db: Tx, apiKeyId: string, orderNumberOrId
 export async function findOrderSummary (db: Tx, id: string): Promise<OrderSummary | null> {
   const [row] = await db.select().from(orders).where(eq(orders.id, id))
   return row ? toSummary(row) : null
+}
+
+/**
+ * An order's id, mode and the products its lines name, by number or id (with `apiKeyId`, only that
+ * key's). Read without a lock: an order's lines never change.
+ */
+export async function findOrderProducts (db: Tx, orderNumberOrId: string, apiKeyId?: string): Promise<{ id: string, mode: OrderMode, productIds: string[] } | null> {
+  const match = orderMatch(orderNumberOrId)
+  if (match === null) return null
+  const [row] = await db.select({ id: orders.id, mode: orders.mode }).from(orders).where(apiKeyId === undefined ? match : and(match, eq(orders.apiKeyId, apiKeyId)))
+  if (!row) return null
+  const lines = await db.selectDistinct({ productId: orderItems.productId }).from(orderItems).where(eq(orderItems.orderId, row.id))
+  return { ...row, productIds: lines.map((l) => l.productId) }
 }
 
 /**

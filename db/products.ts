@@ -1,14 +1,13 @@
-// Catalogue reads: the product list with its filters, one product, and the rows orders need;
-// and the read model: each product's JSON rendered once into product_documents, rewritten in
-// the transaction of every change to it, and sent as it is.
+// Catalogue reads: the product list with its filters, one product, and the read model: each
+// product's JSON rendered once into product_documents (written by db/stock.ts, in the
+// transaction of every change to it) and sent as it is.
 import { sql, type SQL } from 'drizzle-orm'
 import { entityTag } from '../lib/entity-tag.ts'
 import { nextPriceChange, sellPriceCents, toAmount, toCents, type Discount } from '../lib/money.ts'
 import type { ListWindow, SortKey } from '../schemas/common.ts'
 import type { Product } from '../schemas/products.ts'
 import { execute, type Tx } from './client.ts'
-import { insertEvents } from './events.ts'
-import { list, whereClause, type ProductFilters } from './product-filters.ts'
+import { whereClause, type ProductFilters } from './product-filters.ts'
 import { findSearchMatches } from './search.ts'
 
 export type { ProductFilters }
@@ -25,7 +24,8 @@ interface CombinationRow {
   discount: Discount | null
 }
 
-interface ProductRow {
+/** A product's row with its children as JSON: what a document is rendered from. */
+export interface ProductRow {
   id: string
   name: string
   sku: string | null
@@ -51,7 +51,7 @@ export const discountJson = (owner: 'product_id' | 'combination_id', ownerId: st
     'type', d.type, 'value', d.value::text, 'startsAt', d.starts_at, 'endsAt', d.ends_at) from discounts d where d.${owner} = ${ownerId})`)
 
 // One round trip: each product row carries its discount, variants and combinations as JSON.
-const PRODUCT_COLUMNS = sql`
+export const PRODUCT_COLUMNS = sql`
   p.id, p.name, p.sku, p.barcode, p.quantity, p.price::text as price, p.is_available, p.available, p.image_url, p.brand_id,
   to_json(p.updated_at) as updated_at,
   coalesce((select json_agg(pc.category_id order by pc.category_id) from product_categories pc where pc.product_id = p.id), '[]'::json) as category_ids,
@@ -194,37 +194,10 @@ export async function countProducts (db: Tx): Promise<number> {
   return row!.n
 }
 
-/**
- * After stock changed: whether each product can still be ordered, its updated_at, its
- * `product.updated` event and its document, in the caller's transaction. Every change to
- * stock calls this, so the documents stay exact whoever takes or gives back stock.
- *
- * Two statements: the first refreshes the rows, records the events and returns what the
- * documents are rendered from (RETURNING gives the new row; its children are read in the same
- * statement); the second writes the documents. Rendering in SQL would save the second round
- * trip but keep the money rules (sellPrice, rounding) twice, in SQL and in lib/money.ts.
- * Its content hash is cleared, so the next import counts as a change even if the file is
- * the same (it puts the stock back).
- */
-export async function refreshProductState (tx: Tx, productIds: string[], now: Date): Promise<void> {
-  if (productIds.length === 0) return
-  const rows = await execute<ProductRow>(tx, sql`with refreshed as (
-      update products p set updated_at = ${now.toISOString()}::timestamptz, content_hash = null,
-        available = p.is_available and case
-          when exists (select 1 from combinations c where c.product_id = p.id)
-            then exists (select 1 from combinations c where c.product_id = p.id and c.is_available and (c.quantity is null or c.quantity > 0))
-          else p.quantity is null or p.quantity > 0 end
-      where p.id in (${list(productIds)})
-      returning p.id, p.name, p.sku, p.barcode, p.quantity, p.price, p.is_available, p.available, p.image_url, p.brand_id, p.updated_at),
-    events as (${insertEvents({ type: 'product.updated', resourceId: sql`id`, from: sql`refreshed` })})
-    select ${PRODUCT_COLUMNS} from refreshed p`)
-  await writeDocuments(tx, rows.map((row) => documentOf(row, now)))
-}
-
 /** A product as sent: its JSON, that JSON's entity tag, and when its sellPrice next changes. */
 export interface ProductDocument { id: string, body: string, etag: string, priceChangesAt: Date | null }
 
-function documentOf (row: ProductRow, now: Date): ProductDocument {
+export function documentOf (row: ProductRow, now: Date): ProductDocument {
   const { product, priceChangesAt } = toProduct(row, now)
   const body = JSON.stringify(product)
   return { id: row.id, body, etag: entityTag(body), priceChangesAt }
@@ -237,42 +210,6 @@ export async function renderDocuments (db: Tx, ids: readonly string[], now: Date
   if (ids.length === 0) return []
   const rows = await execute<ProductRow>(db, sql`select ${PRODUCT_COLUMNS} from products p where p.id = any(${uuidArray(ids)})`)
   return rows.map((row) => documentOf(row, now))
-}
-
-async function writeDocuments (tx: Tx, documents: ProductDocument[]): Promise<void> {
-  if (documents.length === 0) return
-  const rows = documents.map((d) => ({ product_id: d.id, body: d.body, etag: d.etag, price_changes_at: d.priceChangesAt?.toISOString() ?? null }))
-  await tx.execute(sql`insert into product_documents as d (product_id, body, etag, price_changes_at)
-    select product_id, body, etag, price_changes_at
-    from json_to_recordset(${JSON.stringify(rows)}::json) as x(product_id uuid, body text, etag text, price_changes_at timestamptz)
-    on conflict (product_id) do update set body = excluded.body, etag = excluded.etag, price_changes_at = excluded.price_changes_at`)
-}
-
-const REWRITE_BATCH = 500
-
-/**
- * Renders the products' documents again from their rows and writes them, in the caller's
- * transaction: after an import wrote them, or their price changed. The caller holds the
- * products' row locks (it wrote them, or lockProducts), so no concurrent stock change
- * can be overwritten by a render older than it.
- */
-export async function rewriteProductDocuments (tx: Tx, productIds: readonly string[], now: Date): Promise<void> {
-  for (let i = 0; i < productIds.length; i += REWRITE_BATCH) {
-    await writeDocuments(tx, await renderDocuments(tx, productIds.slice(i, i + REWRITE_BATCH), now))
-  }
-}
-
-/**
- * Ids of products whose document is stale (its price changed at or before `now`) or missing,
- * their rows locked (those another transaction holds are left to the next run), at most `limit`.
- */
-export async function lockProductsToRender (tx: Tx, now: Date, limit: number, options: { missing: boolean }): Promise<string[]> {
-  const rows = await execute<{ id: string }>(tx, options.missing
-    ? sql`select p.id from products p where not exists (select 1 from product_documents d where d.product_id = p.id)
-          limit ${limit} for no key update of p skip locked`
-    : sql`select p.id from product_documents d join products p on p.id = d.product_id
-          where d.price_changes_at <= ${now.toISOString()}::timestamptz limit ${limit} for no key update of p skip locked`)
-  return rows.map((r) => r.id)
 }
 
 interface DocumentRow { id: string, body: string | null, etag: string | null, changes_at: number | null }
@@ -329,26 +266,39 @@ export async function listGroupings (db: Tx, grouping: Grouping, window: ListWin
   }
 }
 
-/**
- * Moves updated_at of every product whose (or whose combination's) discount started or ended
- * after its last update and no later than `now`; looks back `lookbackMs` at most, so both
- * indexes on the window bounds serve it. Idempotent, so any number of instances may run it.
- * Returns the ids it moved.
- */
-export async function touchDiscountBoundaries (db: Tx, now: Date, lookbackMs: number): Promise<string[]> {
+// The products whose (or whose combination's) discount started or ended after their last update
+// and no later than `now`, looking back `lookbackMs` at most, so both indexes on the window
+// bounds serve it: `due` (product_id, at).
+function dueBoundaries (now: Date, lookbackMs: number): SQL {
   // Raw SQL parameters go as text (the driver does not serialize a Date without a column type).
   const since = sql`${new Date(now.getTime() - lookbackMs).toISOString()}::timestamptz`
   const at = sql`${now.toISOString()}::timestamptz`
-  const rows = await execute<{ id: string }>(db, sql`
-    with boundaries as (
+  return sql`with boundaries as (
       select coalesce(d.product_id, c.product_id) as product_id, greatest(
         case when d.starts_at > ${since} and d.starts_at <= ${at} then d.starts_at end,
         case when d.ends_at > ${since} and d.ends_at <= ${at} then d.ends_at end) as at
       from discounts d left join combinations c on c.id = d.combination_id
       where (d.starts_at > ${since} and d.starts_at <= ${at}) or (d.ends_at > ${since} and d.ends_at <= ${at})
-    ), due as (select product_id, max(at) as at from boundaries group by product_id)
-    update products p set updated_at = ${at} from due
-    where due.product_id = p.id and due.at > p.updated_at
-    returning p.id`)
+    ), due as (select product_id, max(at) as at from boundaries group by product_id)`
+}
+
+/** Products whose updatedAt a discount window that opened or closed by `now` has not moved yet. */
+export async function findDiscountBoundaries (db: Tx, now: Date, lookbackMs: number): Promise<string[]> {
+  const rows = await execute<{ id: string }>(db, sql`${dueBoundaries(now, lookbackMs)}
+    select p.id::text as id from due join products p on p.id = due.product_id where due.at > p.updated_at`)
+  return rows.map((r) => r.id)
+}
+
+/**
+ * Moves updated_at of those of `ids` (locked by the caller) that a discount window opened or
+ * closed by `now` has not moved yet. Idempotent, so any number of instances may run it.
+ * Returns the ids it moved.
+ */
+export async function touchDiscountBoundaries (tx: Tx, ids: readonly string[], now: Date, lookbackMs: number): Promise<string[]> {
+  if (ids.length === 0) return []
+  const rows = await execute<{ id: string }>(tx, sql`${dueBoundaries(now, lookbackMs)}
+    update products p set updated_at = ${now.toISOString()}::timestamptz from due
+    where due.product_id = p.id and due.at > p.updated_at and p.id = any(${uuidArray(ids)})
+    returning p.id::text as id`)
   return rows.map((r) => r.id)
 }

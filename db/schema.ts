@@ -249,7 +249,10 @@ export const orderItems = pgTable('order_items', {
   name: text('name').notNull(),
   quantity: integer('quantity').notNull(),
   singlePrice: money('single_price').notNull(),
-  totalPrice: money('total_price').notNull()
+  totalPrice: money('total_price').notNull(),
+  // Units the line took from tracked stock (its quantity, or 0 when untracked or a test order):
+  // what cancelling gives back. Null on lines placed before it was recorded.
+  taken: integer('taken')
 }, (t) => [primaryKey({ columns: [t.orderId, t.line] })])
 
 // Stored responses of create-order calls made with an Idempotency-Key, kept 24 hours.

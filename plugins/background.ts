@@ -121,7 +121,7 @@ export class BackgroundWork {
 const RELEASE_MARGIN_MS = 1000
 
 export default fp(async function backgroundPlugin (app) {
-  const { config, database, store, catalogCache, apiKeys } = app
+  const { config, database, store, catalogCache, apiKeys, stock } = app
   const { worker } = app.webhooks
   const report = (task: string) => (err: unknown) => app.log.warn({ err }, `${task} failed`)
   const background = new BackgroundWork((err, task) => report(task)(err))
@@ -143,19 +143,18 @@ export default fp(async function backgroundPlugin (app) {
   })
   periodic('changes retention', config.CHANGES_PRUNE_MS, () => forgetOldChanges(database, config.CHANGES_RETENTION_DAYS))
   periodic('webhook deliveries retention', config.CHANGES_PRUNE_MS, () => forgetOldDeliveries(database, config.CHANGES_RETENTION_DAYS))
-  periodic('discount sweep', config.DISCOUNT_SWEEP_MS, () => markDiscountBoundaries(database, catalogCache, config.DISCOUNT_SWEEP_LOOKBACK_MS))
+  periodic('discount sweep', config.DISCOUNT_SWEEP_MS, () => markDiscountBoundaries(stock, config.DISCOUNT_SWEEP_LOOKBACK_MS))
   // A store upgraded to the read model has products without documents (reads render them on
   // the fly meanwhile): rendered in the background until a run finds none left.
   let documentsComplete = false
   periodic('document backfill', config.DISCOUNT_SWEEP_MS, async () => {
-    if (!documentsComplete) documentsComplete = await renderMissingDocuments(database) === 0
+    if (!documentsComplete) documentsComplete = await renderMissingDocuments(stock) === 0
   })
   // Reservations past their expiresAt, from the database (not a timer per hold), so a restart
   // or another instance loses none; each sweep claims with SKIP LOCKED, so instances share the work.
   periodic('reservation expiry', config.RESERVATION_SWEEP_MS, async () => {
-    const { expired, moved } = await expireLapsedReservations(database, config.RESERVATION_SWEEP_BATCH)
+    const expired = await expireLapsedReservations(stock, config.RESERVATION_SWEEP_BATCH)
     if (expired > 0) app.metrics.reservationsEnded.inc({ how: 'expired' }, expired)
-    if (moved.length > 0) await catalogCache.productsChanged(moved)
   })
   periodic('idempotency cleanup', config.IDEMPOTENCY_CLEANUP_MS, () => deleteExpiredReplays(database))
   periodic('state poll', config.STATE_POLL_MS, () => refreshState(database, store, catalogCache))

@@ -88,7 +88,7 @@ export default fp(async function metricsPlugin (app) {
       request.log.warn({ err }, 'metrics: webhook delivery age unavailable')
     }
     try {
-      const totals = await activeHolds(app.database)
+      const totals = await activeHolds(app.stock)
       holds.set({ measure: 'reservations' }, totals.reservations)
       holds.set({ measure: 'units' }, totals.units)
     } catch (err) {

@@ -1,11 +1,13 @@
 // Adds what each instance keeps in memory of the database: the store's settings
-// (`app.store`), the catalogue read cache, the secret list cursors are sealed with, and the
-// API key cache. The settings, the catalogue version and the secret are read here, before
+// (`app.store`), the catalogue read cache, the secret list cursors are sealed with, the API
+// key cache, and the stock keeper every stock write runs through (`app.stock`), which tells
+// this instance's cache what each committed write changed. The settings, the catalogue version and the secret are read here, before
 // the first request; keeping them current is background work (plugins/background.ts).
 import fp from 'fastify-plugin'
 import { ApiKeyCache } from '../services/api-keys.ts'
 import { CatalogCache } from '../services/catalog-cache.ts'
 import { loadCursorSecret } from '../services/list-cursor.ts'
+import { StockKeeper } from '../services/stock.ts'
 import { Store, refreshState } from '../services/store.ts'
 
 declare module 'fastify' {
@@ -15,6 +17,7 @@ declare module 'fastify' {
     /** Seals list cursors; the same on every instance, so any of them opens a cursor. */
     cursorSecret: string
     apiKeys: ApiKeyCache
+    stock: StockKeeper
   }
 }
 
@@ -33,4 +36,10 @@ export default fp(async function statePlugin (app) {
   app.decorate('catalogCache', catalogCache)
   app.decorate('cursorSecret', cursorSecret)
   app.decorate('apiKeys', new ApiKeyCache(database, { ttlMs: config.KEY_CACHE_TTL_MS }))
+  app.decorate('stock', new StockKeeper(database, {
+    onChanged: (productIds) => catalogCache.productsChanged(productIds),
+    log: app.log,
+    idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
+    idempotencyWaitMs: config.IDEMPOTENCY_LOCK_TIMEOUT_MS
+  }))
 }, { name: 'state', dependencies: ['database'] })

@@ -5,15 +5,17 @@
 import type { Database } from '../db/client.ts'
 import { recordEvents } from '../db/events.ts'
 import {
-  countMatchingProducts, listGroupings, listProducts, lockProductsToRender, readDocuments, rewriteProductDocuments,
-  touchDiscountBoundaries, type Grouping, type ProductDocument, type ProductFilters
+  countMatchingProducts, findDiscountBoundaries, listGroupings, listProducts, readDocuments, touchDiscountBoundaries,
+  type Grouping, type ProductDocument, type ProductFilters
 } from '../db/products.ts'
 import { findSearchMatches } from '../db/search.ts'
+import { lockFreeProducts, lockProductsToRender, ProductLocks } from '../db/stock.ts'
 import { entityTag } from '../lib/entity-tag.ts'
 import { PAGE_SIZE, isUuid, type ListWindow, type SortKey } from '../schemas/common.ts'
 import type { CategoryPage, ListProductsQuery } from '../schemas/products.ts'
 import { VOLATILE, productTag, type CatalogCache } from './catalog-cache.ts'
 import { nextCursor } from './list-cursor.ts'
+import type { Shelf, StockKeeper } from './stock.ts'
 
 export type { ProductFilters }
 
@@ -60,7 +62,9 @@ function pageBody (items: ProductDocument[], page: number, total: number, cursor
 
 export async function listProductPage (database: Database, catalogCache: CatalogCache, cursorSecret: string, filters: ProductFilters, window: ListWindow): Promise<CatalogRead> {
   const volatile = isVolatile(filters) ? [VOLATILE] : []
-  const page = await catalogCache.cachedRead(`list:${JSON.stringify([filters, window.offset, window.after])}`, async () => {
+  // The page number is part of the key: the body and its nextCursor carry it, and two crawls
+  // may reach the same sort key at different page numbers.
+  const page = await catalogCache.cachedRead(`list:${JSON.stringify([filters, window.page, window.offset, window.after])}`, async () => {
     const { query, ...others } = filters
     const found: { items: ProductDocument[], next: SortKey | null, total?: number } = query
       ? await database.readCatalog(catalogCache.version, async (db) => {
@@ -90,7 +94,7 @@ export async function listProductPage (database: Database, catalogCache: Catalog
 
 /** A page of categories or brands with their product counts (the same shape for both). */
 export async function listGroupingPage (database: Database, catalogCache: CatalogCache, cursorSecret: string, grouping: Grouping, window: ListWindow): Promise<CategoryPage> {
-  const page = await catalogCache.cachedRead(`${grouping}:${JSON.stringify([window.offset, window.after])}`, async () => {
+  const page = await catalogCache.cachedRead(`${grouping}:${JSON.stringify([window.page, window.offset, window.after])}`, async () => {
     const { items, total, next } = await database.readCatalog(catalogCache.version, (db) => listGroupings(db, grouping, window))
     return {
       value: { items, page: window.page, pageSize: PAGE_SIZE, total, nextCursor: nextCursor(cursorSecret, grouping, {}, window.page, next) },
@@ -107,32 +111,37 @@ const SWEEP_BATCH = 2000
  * A discount window that opened or closed changes a product's sellPrice, so its updatedAt
  * moves too, and its document is rewritten (until then reads render it again themselves:
  * sellPrice is exact at read time). Run every sweep interval; returns how many products moved.
+ * Products another transaction holds are left to the next run (the lookback covers them).
  */
-export async function markDiscountBoundaries (database: Database, catalogCache: CatalogCache, lookbackMs: number, now = new Date()): Promise<number> {
-  const { moved, rewritten } = await database.db.transaction(async (tx) => {
-    // Locked first, so no stock change can commit between their render and its write.
-    const stale = await lockProductsToRender(tx, now, SWEEP_BATCH, { missing: false })
-    const moved = await touchDiscountBoundaries(tx, now, lookbackMs)
-    await recordEvents(tx, moved.map((id) => ({ type: 'product.updated' as const, resourceId: id })))
-    const rewritten = [...new Set([...stale, ...moved])]
-    await rewriteProductDocuments(tx, rewritten, now)
-    return { moved, rewritten }
-  })
-  if (rewritten.length > 0) await catalogCache.productsChanged(rewritten)
-  return moved.length
+export async function markDiscountBoundaries (stock: StockKeeper, lookbackMs: number, now = new Date()): Promise<number> {
+  return stock.run(async (shelf) => {
+    const due = await findDiscountBoundaries(shelf.tx, now, lookbackMs)
+    const locks = await shelf.adopt(lockFreeLocks(shelf, now, due))
+    const moved = await touchDiscountBoundaries(shelf.tx, due.filter((id) => locks.has(id)), now, lookbackMs)
+    await recordEvents(shelf.tx, moved.map((id) => ({ type: 'product.updated' as const, resourceId: id })))
+    shelf.rewrite(locks.ids)
+    return moved.length
+  }, now)
+}
+
+// The stale documents and the products due, locked without waiting.
+async function lockFreeLocks (shelf: Shelf, now: Date, due: string[]): Promise<ProductLocks> {
+  const stale = await lockProductsToRender(shelf.tx, now, SWEEP_BATCH, { missing: false })
+  const free = await lockFreeProducts(shelf.tx, due.filter((id) => !stale.has(id)))
+  return new ProductLocks([...stale.ids, ...free.ids])
 }
 
 /**
  * Renders the documents of products that have none (a store upgraded to the read model),
  * a batch a transaction; reads render them on the fly until then. Returns how many.
  */
-export async function renderMissingDocuments (database: Database, batch = 500): Promise<number> {
+export async function renderMissingDocuments (stock: StockKeeper, batch = 500): Promise<number> {
   let total = 0
   for (;;) {
-    const n = await database.db.transaction(async (tx) => {
-      const ids = await lockProductsToRender(tx, new Date(), batch, { missing: true })
-      await rewriteProductDocuments(tx, ids, new Date())
-      return ids.length
+    const n = await stock.run(async (shelf) => {
+      const locks = await shelf.adopt(lockProductsToRender(shelf.tx, shelf.now, batch, { missing: true }))
+      shelf.rewrite(locks.ids)
+      return locks.ids.length
     })
     total += n
     if (n < batch) return total

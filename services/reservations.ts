@@ -1,25 +1,17 @@
 // Stock reservations: an integrator holds stock while its shopper pays, then an order takes
-// the held units. A hold is the same conditional decrement an order makes, so every read,
-// order and other hold sees the stock without the held units at once and nothing oversells;
-// releasing or expiring gives them back; an order with the reservation takes them without a
-// second decrement. A test key's holds run every check and take nothing.
-import type { Database } from '../db/client.ts'
-import { claimIdempotencyKey, findIdempotencyRecord, loadSellables, stockLeft, storeIdempotentResponse, takeStock } from '../db/orders.ts'
-import { refreshProductState } from '../db/products.ts'
-import {
-  activeHoldTotals, claimLapsed, countActive, endReservation, expireReservations, findReservationForKey, giveBack, insertReservation, lockAndCountActive,
-  lockReservation, type HeldLine, type ReservationRecord
-} from '../db/reservations.ts'
-import { ApiError, apiError, invalidField, type ErrorDetail } from '../errors.ts'
-import { errorCodes } from '../lib/database-failure.ts'
+// the held units. A hold takes its units as an order does (services/stock.ts), so every read,
+// order and other hold sees the stock without them at once and nothing oversells; releasing
+// or expiring gives them back; an order with the reservation takes them without a second
+// decrement. A test key's holds run every check and take nothing.
+import { countActive, endReservations, findLapsed, findReservationForKey, insertReservation, lockAndCountActive, lockLapsed, lockReservation, activeHoldTotals, type LockedReservation, type ReservationRecord } from '../db/reservations.ts'
+import { apiError, invalidField } from '../errors.ts'
 import { jsonHash } from '../lib/json-hash.ts'
 import { addSharedSchemas, bodyAjv, validationDetails } from '../lib/validation.ts'
 import type { OrderMode } from '../schemas/orders.ts'
 import { OrderItemInput } from '../schemas/orders.ts'
 import { CreateReservationBody, MAX_ACTIVE_RESERVATIONS, RESERVATION_SHAPE_VERSION, RESERVATION_TTL } from '../schemas/reservations.ts'
 import { checkItems, type OrderLine } from './order-request.ts'
-import { notActive } from './reservation-orders.ts'
-import { namedIds, priceLines } from './place-order.ts'
+import type { HeldUnits, Shelf, StockKeeper } from './stock.ts'
 
 addSharedSchemas([OrderItemInput])
 const validateBody = bodyAjv.compile(CreateReservationBody)
@@ -49,121 +41,135 @@ export interface HoldInput {
   locationOf: (id: string) => string
 }
 
-export interface HoldOptions {
-  idempotencyTtlHours: number
-  idempotencyLockTimeoutMs: number
-  /** Called after a committed hold (or release) moved tracked stock of these products. */
-  onStockMoved: (productIds: string[]) => Promise<void>
-}
-
 export interface Hold { reservation: ReservationRecord, location: string, replayed: boolean }
 
-export async function holdStock (database: Database, input: HoldInput, options: HoldOptions, now = new Date()): Promise<Hold> {
-  // Its own namespace of request hashes: the same Idempotency-Key on an order never replays a hold.
-  const idempotency = input.idempotencyKey === undefined ? null : { key: input.idempotencyKey, requestHash: jsonHash({ reservation: input.body }) }
-  let outcome: { held: ReservationRecord, moved: string[] } | { previous: NonNullable<Awaited<ReturnType<typeof findIdempotencyRecord>>> }
-  try {
-    outcome = await database.db.transaction(async (tx) => {
-      if (idempotency) {
-        const claimed = await claimIdempotencyKey(tx, { apiKeyId: input.apiKeyId, ...idempotency, ttlHours: options.idempotencyTtlHours, lockTimeoutMs: options.idempotencyLockTimeoutMs })
-        if (!claimed) return { previous: (await findIdempotencyRecord(tx, input.apiKeyId, idempotency.key))! }
+export async function holdStock (stock: StockKeeper, input: HoldInput, now = new Date()): Promise<Hold> {
+  const idempotency = input.idempotencyKey === undefined
+    ? null
+    : {
+        apiKeyId: input.apiKeyId,
+        key: input.idempotencyKey,
+        // Its own namespace of request hashes: the same Idempotency-Key on an order never replays a hold.
+        requestHash: jsonHash({ reservation: input.body }),
+        response: (held: ReservationRecord) => ({ body: held, location: input.locationOf(held.id), shapeVersion: RESERVATION_SHAPE_VERSION })
       }
-      const request = readHoldRequest(input.body)
-      // A cheap look first; the exact count is taken again under the key's lock below.
-      if (await countActive(tx, input.apiKeyId) >= MAX_ACTIVE_RESERVATIONS) throw apiError('reservation_limit_reached')
-      const sellables = await loadSellables(tx, ...namedIds(request.lines))
-      const { stock, names } = asReservationFailure(() => priceLines(request, sellables, now))
-      const live = input.mode === 'live'
-      const taken = live ? stock : []
-      const failed = await takeStock(tx, taken)
-      if (failed !== null) {
-        const row = taken[failed]!
-        const available = await stockLeft(tx, row.owner, row.id)
-        throw reservationFailed(row.lines.map((i) => outOfStock(i, names[i]!, available)))
-      }
-      const moved = [...new Set(taken.map((t) => t.productId))]
-      await refreshProductState(tx, moved, now)
-      if (await lockAndCountActive(tx, input.apiKeyId) >= MAX_ACTIVE_RESERVATIONS) throw apiError('reservation_limit_reached')
-      const tracked = new Set(taken.map((t) => t.id))
-      const lines: HeldLine[] = request.lines.map((l) => ({ ...l, held: tracked.has(l.combinationId ?? l.productId) ? l.quantity : 0 }))
-      const held = await insertReservation(tx, { apiKeyId: input.apiKeyId, mode: input.mode, expiresAt: new Date(now.getTime() + request.ttlSeconds * 1000), lines }, now)
-      if (idempotency) {
-        await storeIdempotentResponse(tx, input.apiKeyId, idempotency.key, { body: held, shapeVersion: RESERVATION_SHAPE_VERSION, location: input.locationOf(held.id) })
-      }
-      return { held, moved }
-    })
-  } catch (err) {
-    if (errorCodes(err).includes('55P03')) throw apiError('idempotency_key_in_use', undefined, { headers: { 'retry-after': '1' } })
-    throw err
-  }
-  if ('previous' in outcome) {
-    if (outcome.previous.requestHash !== idempotency!.requestHash) throw apiError('idempotency_key_reused')
-    return { reservation: outcome.previous.body as ReservationRecord, location: outcome.previous.location, replayed: true }
-  }
-  if (outcome.moved.length > 0) await options.onStockMoved(outcome.moved)
-  return { reservation: outcome.held, location: input.locationOf(outcome.held.id), replayed: false }
+  const written = await stock.runIdempotent(idempotency, async (shelf) => {
+    const request = readHoldRequest(input.body)
+    // A cheap look first; the exact count is taken again under the key's lock below.
+    if (await countActive(shelf.tx, input.apiKeyId) >= MAX_ACTIVE_RESERVATIONS) throw apiError('reservation_limit_reached')
+    // A test key's hold takes nothing, so it waits for no one's lock.
+    if (input.mode === 'live') await shelf.lock(request.lines.map((l) => l.productId))
+    const priced = await shelf.price('held', request.lines)
+    await shelf.take(priced, input.mode)
+    if (await lockAndCountActive(shelf.tx, input.apiKeyId) >= MAX_ACTIVE_RESERVATIONS) throw apiError('reservation_limit_reached')
+    const reservation = await insertReservation(shelf.tx, {
+      id: crypto.randomUUID(),
+      apiKeyId: input.apiKeyId,
+      mode: input.mode,
+      expiresAt: new Date(now.getTime() + request.ttlSeconds * 1000),
+      items: request.lines.map(({ productId, combinationId, quantity }) => ({ productId, combinationId, quantity }))
+    }, now)
+    await shelf.holdLines(reservation.id, priced)
+    return reservation
+  }, now)
+  if (written.replayed) return { reservation: written.record.body as ReservationRecord, location: written.record.location, replayed: true }
+  return { reservation: written.result, location: input.locationOf(written.result.id), replayed: false }
 }
 
-/** A line that cannot be held fails as an order's would, under the reservation's own code. */
-function asReservationFailure<T> (price: () => T): T {
-  try {
-    return price()
-  } catch (err) {
-    if (err instanceof ApiError && err.code === 'order_creation_failed') throw apiError('reservation_failed', err.message.replace('cannot be ordered', 'cannot be held'), err.details ? { details: err.details } : {})
-    throw err
-  }
-}
-
-function reservationFailed (details: ErrorDetail[]) {
-  const shown = details.slice(0, 3).map((d) => d.message).join('; ')
-  const message = details.length === 1 ? shown : `${details.length} lines cannot be held: ${shown}${details.length > 3 ? '; …' : ''}`
-  return apiError('reservation_failed', message, { details })
-}
-
-const outOfStock = (line: number, name: string, available: number): ErrorDetail =>
-  ({ path: `items[${line}]`, reason: 'out_of_stock', message: `items[${line}]: not enough stock for "${name}": ${available} available`, available })
-
-export async function getReservation (database: Database, apiKeyId: string, id: string): Promise<ReservationRecord> {
-  const found = await findReservationForKey(database.db, apiKeyId, id)
+export async function getReservation (stock: StockKeeper, apiKeyId: string, id: string): Promise<ReservationRecord> {
+  const found = await findReservationForKey(stock.database.db, apiKeyId, id)
   if (found === null) throw apiError('reservation_not_found')
   return found
 }
 
-/** Releases the key's active reservation: its units are back when this returns. */
-export async function releaseReservation (database: Database, apiKeyId: string, id: string, options: Pick<HoldOptions, 'onStockMoved'>, now = new Date()): Promise<void> {
-  const moved = await database.db.transaction(async (tx) => {
-    const reservation = await lockReservation(tx, apiKeyId, id, now)
-    if (reservation === null) throw apiError('reservation_not_found')
-    // Past its expiresAt it is expired, swept or not: the sweep gives its units back.
-    if (reservation.status !== 'active' || reservation.lapsed) throw notActive(reservation)
-    const products = await giveBack(tx, reservation.lines, now)
-    await endReservation(tx, reservation.id, 'released', now)
-    return products
-  })
-  if (moved.length > 0) await options.onStockMoved(moved)
+function notActive (reservation: Pick<LockedReservation, 'status' | 'lapsed'>) {
+  const status = reservation.status === 'active' ? 'expired' : reservation.status
+  return apiError('reservation_not_active', `The reservation is ${status}${status === 'consumed' ? ' by an order' : '; hold the stock again'}`)
 }
 
 /**
- * Expires the active reservations past their expiresAt, `batch` at a time, until none is left
- * that no one else holds; safe on every instance at once. Returns how many it expired.
+ * Locks the key's reservation and its products (in the lock order: the products first) and
+ * checks it is still active: 404 reservation_not_found, 409 reservation_not_active.
+ * `alsoLock` adds the products of an order's own lines.
  */
-export async function expireLapsedReservations (database: Database, batch: number, now = new Date()): Promise<{ expired: number, moved: string[] }> {
+async function lockActive (shelf: Shelf, apiKeyId: string, id: string, alsoLock: string[] = []): Promise<ReservationRecord> {
+  // Its lines never change: read before the lock, to know which products to lock.
+  const reservation = await findReservationForKey(shelf.tx, apiKeyId, id)
+  if (reservation === null) throw apiError('reservation_not_found')
+  await shelf.lock([...reservation.items.map((i) => i.productId), ...alsoLock])
+  const locked = (await lockReservation(shelf.tx, apiKeyId, id, shelf.now))!
+  // Past its expiresAt it is expired, swept or not: the sweep gives its units back.
+  if (locked.status !== 'active' || locked.lapsed) throw notActive(locked)
+  return reservation
+}
+
+/** Releases the key's active reservation: its units are back when this returns. */
+export async function releaseReservation (stock: StockKeeper, apiKeyId: string, id: string, now = new Date()): Promise<void> {
+  await stock.run(async (shelf) => {
+    await lockActive(shelf, apiKeyId, id)
+    await shelf.freeHeld([id], { giveBack: true })
+    await endReservations(shelf.tx, [id], 'released', now)
+  }, now)
+}
+
+const lineKey = (line: { productId: string, combinationId: string | null }) => `${line.productId}/${line.combinationId ?? ''}`
+
+function totals (lines: ReadonlyArray<{ productId: string, combinationId: string | null, quantity: number }>): Map<string, number> {
+  const sums = new Map<string, number>()
+  for (const line of lines) sums.set(lineKey(line), (sums.get(lineKey(line)) ?? 0) + line.quantity)
+  return sums
+}
+
+/**
+ * For an order that names a reservation: locks the reservation with its products and the
+ * order's, checks it (404 reservation_not_found, 409 reservation_not_active, 400
+ * reservation_mismatch unless the lines add up to the same products, combinations and
+ * quantities, in any order, split or merged), and answers what it holds per stock row. The
+ * order then calls `consumeReservation`.
+ */
+export async function reservationForOrder (shelf: Shelf, apiKeyId: string, reservationId: string, lines: OrderLine[]): Promise<HeldUnits> {
+  const reservation = await lockActive(shelf, apiKeyId, reservationId, lines.map((l) => l.productId))
+  const reserved = totals(reservation.items)
+  const ordered = totals(lines)
+  for (const key of new Set([...reserved.keys(), ...ordered.keys()])) {
+    if (reserved.get(key) !== ordered.get(key)) {
+      const [productId, combinationId] = key.split('/')
+      const what = combinationId ? `combination ${combinationId} of product ${productId}` : `product ${productId}`
+      throw apiError('reservation_mismatch', `The order's lines must hold what the reservation holds: ${what} is reserved ${reserved.get(key) ?? 0}, ordered ${ordered.get(key) ?? 0}`)
+    }
+  }
+  return shelf.heldBy(reservationId)
+}
+
+/** The reservation is consumed by the order: what it held is sold. */
+export async function consumeReservation (shelf: Shelf, reservationId: string, orderId: string): Promise<void> {
+  await shelf.freeHeld([reservationId], { giveBack: false })
+  await endReservations(shelf.tx, [reservationId], 'consumed', shelf.now, orderId)
+}
+
+/**
+ * Expires the active reservations past their expiresAt, `batch` at a time, until none is left;
+ * safe on every instance at once. Returns how many it expired.
+ */
+export async function expireLapsedReservations (stock: StockKeeper, batch: number, now = new Date()): Promise<number> {
   let expired = 0
-  const moved = new Set<string>()
   for (;;) {
-    const done = await database.db.transaction(async (tx) => {
-      const { ids, lines } = await claimLapsed(tx, now, batch)
-      const products = await giveBack(tx, lines, now)
-      await expireReservations(tx, ids, now)
-      return { count: ids.length, products }
-    })
-    expired += done.count
-    for (const id of done.products) moved.add(id)
-    if (done.count < batch) return { expired, moved: [...moved] }
+    const { seen, ended } = await stock.run(async (shelf) => {
+      const lapsed = await findLapsed(shelf.tx, now, batch)
+      if (lapsed.length === 0) return { seen: 0, ended: 0 }
+      await shelf.lock(lapsed.flatMap((r) => r.productIds))
+      // Another instance's sweep, a release or an order may have ended some meanwhile.
+      const ids = await lockLapsed(shelf.tx, lapsed.map((r) => r.id), now)
+      await shelf.freeHeld(ids, { giveBack: true })
+      await endReservations(shelf.tx, ids, 'expired', now)
+      return { seen: lapsed.length, ended: ids.length }
+    }, now)
+    expired += ended
+    if (seen < batch) return expired
   }
 }
 
 /** Active reservations across every key and the units they hold (for the metrics). */
-export function activeHolds (database: Database): Promise<{ reservations: number, units: number }> {
-  return activeHoldTotals(database.db)
+export function activeHolds (stock: StockKeeper): Promise<{ reservations: number, units: number }> {
+  return activeHoldTotals(stock.database.db)
 }

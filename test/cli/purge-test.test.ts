@@ -72,7 +72,7 @@ t.test('orders purge-test deletes test orders created before the instant, and ne
   const old = new Date('2026-01-10T00:00:00Z')
   const recent = new Date()
   const made = await inspect(async (database) => {
-    const place = (apiKeyId: string, mode: NewOrder['mode'], at: Date) => insertOrder(database.db, {
+    const place = (apiKeyId: string, mode: NewOrder['mode'], at: Date) => insertOrder(database.db, crypto.randomUUID(), {
       apiKeyId,
       mode,
       total: '2.00',
@@ -83,7 +83,7 @@ t.test('orders purge-test deletes test orders created before the instant, and ne
       customerPhone: '+14155550123',
       note: null,
       address: null,
-      items: [{ productId: crypto.randomUUID(), combinationId: null, name: 'Mug', quantity: 1, singlePrice: '2.00', totalPrice: '2.00' }]
+      items: [{ productId: crypto.randomUUID(), combinationId: null, name: 'Mug', quantity: 1, singlePrice: '2.00', totalPrice: '2.00', taken: 0 }]
     }, at)
     const orders = {
       oldTests: [await place(keys.test.id, 'test', old), await place(keys.test.id, 'test', old)],

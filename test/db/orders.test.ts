@@ -1,9 +1,10 @@
 // The order path's statements: rendered once, run through the driver, and the stock taken in
-// one call (take_stock) in the order given, stopping at the first entry that is short.
+// one call (take_stock) in the order given, stopping at the first entry that is short, only
+// from products the transaction has locked.
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import { execute, runStatement, statement } from '../../db/client.ts'
-import { takeStock } from '../../db/orders.ts'
+import { lockProducts, ProductLocks, takeStock } from '../../db/stock.ts'
 import { buildTestApp, importProducts, makeProduct } from '../helper.ts'
 
 const app = await buildTestApp(t)
@@ -20,7 +21,8 @@ t.test('a statement is rendered once and refuses values in place of $n', async (
   const [product] = [makeProduct({ quantity: 5 })]
   await importProducts(app, [product!])
   await db.transaction(async (tx) => {
-    t.equal(await takeStock(tx, [{ owner: 'products', id: product!.id, quantity: 2 }]), null)
+    const locks = await lockProducts(tx, [product!.id])
+    t.equal(await takeStock(tx, locks, [{ owner: 'products', id: product!.id, productId: product!.id, quantity: 2 }]), null)
     const [row] = await runStatement<{ quantity: number }>(tx, statement(sql`select quantity from products where id = $1::uuid`), [product!.id])
     t.equal(row!.quantity, 3, 'the transaction sees its own decrement')
     tx.rollback()
@@ -31,12 +33,16 @@ t.test('a statement is rendered once and refuses values in place of $n', async (
 t.test('takeStock takes every entry, in one call, or names the first that is short', async (t) => {
   const [a, b, c] = [makeProduct({ quantity: 5 }), makeProduct({ quantity: 1 }), makeProduct({ quantity: 5 })]
   await importProducts(app, [a, b, c])
-  t.equal(await takeStock(db, []), null, 'nothing to take')
-  t.equal(await takeStock(db, [{ owner: 'products', id: a.id, quantity: 2 }, { owner: 'products', id: c.id, quantity: 5 }]), null)
+  const take = (owner: 'products' | 'combinations', product: { id: string }, quantity: number, id = product.id) => ({ owner, id, productId: product.id, quantity })
+  // Outside a transaction, as if locked: what is taken stays taken.
+  const locks = new ProductLocks([a.id, b.id, c.id])
+  t.equal(await takeStock(db, locks, []), null, 'nothing to take')
+  t.equal(await takeStock(db, locks, [take('products', a, 2), take('products', c, 5)]), null)
   t.same(await quantities([a.id, b.id, c.id]), { [a.id]: 3, [b.id]: 1, [c.id]: 0 }, 'both taken')
   // Outside a transaction nothing rolls back: what came before the short entry stays taken, what came after is not tried.
-  t.equal(await takeStock(db, [{ owner: 'products', id: a.id, quantity: 1 }, { owner: 'products', id: b.id, quantity: 2 }, { owner: 'products', id: a.id, quantity: 1 }]), 1,
-    'the second entry is short')
+  t.equal(await takeStock(db, locks, [take('products', a, 1), take('products', b, 2), take('products', a, 1)]), 1, 'the second entry is short')
   t.same(await quantities([a.id, b.id]), { [a.id]: 2, [b.id]: 1 }, 'the first taken, the short one and the third not')
-  t.equal(await takeStock(db, [{ owner: 'combinations', id: crypto.randomUUID(), quantity: 1 }]), 0, 'an unknown combination is short')
+  t.equal(await takeStock(db, locks, [take('combinations', a, 1, crypto.randomUUID())]), 0, 'an unknown combination is short')
+  await t.rejects(takeStock(db, new ProductLocks([a.id]), [take('products', b, 1)]), /without its lock/, 'a product not locked is refused before any SQL')
+  t.same(await quantities([b.id]), { [b.id]: 1 }, 'and nothing was taken from it')
 })

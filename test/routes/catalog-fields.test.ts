@@ -149,11 +149,11 @@ t.test('updatedAt: an import that changes nothing keeps it; a change, stock take
   await importProducts(app, { products: [{ ...marked, discount: { type: 'percentage', value: 10, startsAt, endsAt: null } }] })
   const imported = await updatedAt(marked.id)
   const { markDiscountBoundaries } = await import('../../services/catalog.ts')
-  t.equal(await markDiscountBoundaries(app.database, app.catalogCache, 60_000), 0, 'before it starts, nothing moves')
+  t.equal(await markDiscountBoundaries(app.stock, 60_000), 0, 'before it starts, nothing moves')
   await sleep(Math.max(0, new Date(startsAt).getTime() - Date.now()) + 50)
-  t.equal(await markDiscountBoundaries(app.database, app.catalogCache, 60_000), 1, 'once started, that product moves')
+  t.equal(await markDiscountBoundaries(app.stock, 60_000), 1, 'once started, that product moves')
   t.ok(await updatedAt(marked.id) > imported)
-  t.equal(await markDiscountBoundaries(app.database, app.catalogCache, 60_000), 0, 'and only once')
+  t.equal(await markDiscountBoundaries(app.stock, 60_000), 0, 'and only once')
 })
 
 t.test('an order carries deliveryFee, its address as sent (phone in E.164) and updatedAt', async (t) => {

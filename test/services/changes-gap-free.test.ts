@@ -329,6 +329,8 @@ t.test('a reader following nextCursor sees every committed event exactly once wh
   for (const change of statusChanges) {
     const order = orders.get(change.orderId)!
     if (order.mine) expected.push(describe('order.status_changed', change.orderId, { orderNumber: order.orderNumber, status: change.to, previousStatus: change.from }))
+    // Cancelling gives the order's tracked units back: a change of those products too.
+    if (change.to === 'cancelled') for (const productId of order.trackedIds) expected.push(describe('product.updated', productId))
   }
   for (const id of committedProbes) expected.push(describe('product.updated', id))
   const importEvents = full.filter((e) => importedIds.has(e.resourceId) || (sellableIds.has(e.resourceId) && e.type === 'product.created'))

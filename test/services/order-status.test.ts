@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { App } from '../../app.ts'
+import { publishChanges } from '../../services/changes.ts'
 import { setOrderStatus } from '../../services/order-status.ts'
 import { ORDER_STATUSES, type OrderStatus } from '../../schemas/orders.ts'
-import { authHeaders, buildTestApp, created, importProducts, line, makeKey, makeProduct, orderBody, postOrder, UNLIMITED } from '../helper.ts'
+import { authHeaders, buildTestApp, created, importProducts, line, makeKey, makeProduct, orderBody, pollState, postOrder, UNLIMITED } from '../helper.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -115,4 +116,35 @@ t.test('an upper-case GUID names the order', async (t) => {
   const order = await newOrder(t)
   t.match(await setOrderStatus(app.database, order.id.toUpperCase(), 'confirmed'), { ok: true, from: 'pending' })
   t.equal(await statusSeen(app, order.id), 'confirmed')
+})
+
+t.test('cancelling a live order gives back the units it took; a test order took none', async (t) => {
+  const red = randomUUID()
+  const shirt = { id: randomUUID(), name: 'Cancel Shirt', price: 9, isAvailable: true, variants: [{ id: randomUUID(), name: 'Colour', options: [{ id: red, name: 'Red' }] }], combinations: [{ id: randomUUID(), optionIds: [red], price: 9, quantity: 3, isAvailable: true }] }
+  const mug = makeProduct({ name: 'Cancel Mug', quantity: 2 })
+  const free = makeProduct({ name: 'Cancel Sticker', quantity: null })
+  await importProducts(app, [shirt, mug, free])
+  const combinationId = shirt.combinations[0]!.id
+  const shown = async () => {
+    // An operator's command tells no cache: instances see the change once its events are published.
+    await publishChanges(app.database)
+    await pollState(app)
+    const read = async (id: string) => (await app.inject({ url: `/external/v1/products/${id}`, headers: authHeaders(key) })).json<{ quantity: number | null, isAvailable: boolean }>()
+    return { shirt: await read(shirt.id), mug: await read(mug.id), free: await read(free.id) }
+  }
+  const order = await created<Summary>(t, await postOrder(app, key, orderBody([line(mug, 1), line(shirt, 3, combinationId), line(mug, 1), line(free, 5)])))
+  t.match(await shown(), { shirt: { quantity: 0, isAvailable: false }, mug: { quantity: 0, isAvailable: false }, free: { quantity: null } }, 'sold out')
+  // Shipped and delivered orders keep their units; only cancelling gives them back.
+  t.equal((await setOrderStatus(app.database, order.id, 'confirmed')).ok, true)
+  t.match(await shown(), { shirt: { quantity: 0 }, mug: { quantity: 0 } }, 'confirming gives nothing back')
+  t.equal((await setOrderStatus(app.database, order.orderNumber, 'cancelled')).ok, true)
+  t.match(await shown(), { shirt: { quantity: 3, isAvailable: true }, mug: { quantity: 2, isAvailable: true }, free: { quantity: null } }, 'every unit back, untracked stock untouched')
+  t.equal((await setOrderStatus(app.database, order.id, 'cancelled')).ok, false, 'a cancelled order cannot be cancelled again')
+  t.match(await shown(), { shirt: { quantity: 3 }, mug: { quantity: 2 } }, 'so nothing is given back twice')
+
+  const { key: testKey } = await makeKey(app, undefined, { mode: 'test' })
+  const testOrder = await created<Summary>(t, await postOrder(app, testKey, orderBody([line(mug, 2)])))
+  t.match(await shown(), { mug: { quantity: 2 } }, 'a test order takes nothing')
+  t.equal((await setOrderStatus(app.database, testOrder.id, 'cancelled')).ok, true)
+  t.match(await shown(), { mug: { quantity: 2 } }, 'so cancelling it gives nothing back')
 })

@@ -6,7 +6,7 @@ import fastJsonStringify from 'fast-json-stringify'
 import t from 'tap'
 import type { App } from '../../app.ts'
 import { execute } from '../../db/client.ts'
-import { refreshProductState } from '../../db/products.ts'
+import { lockProducts, refreshProducts } from '../../db/stock.ts'
 import { entityTag } from '../../lib/entity-tag.ts'
 import { Product, productSchemas } from '../../schemas/products.ts'
 import { productTag } from '../../services/catalog-cache.ts'
@@ -76,13 +76,13 @@ t.test('an import rewrites the documents it changes; --replace removes the other
   t.equal(await stored(dropped.id), undefined, 'a removed product has no document')
 })
 
-t.test('refreshProductState rewrites the document in the caller\'s transaction', async (t) => {
+t.test('refreshProducts rewrites the document in the caller\'s transaction', async (t) => {
   const product = makeProduct({ quantity: 3 })
   await importProducts(app, [product])
   const now = new Date()
   await t.rejects(database.db.transaction(async (tx) => {
     await execute(tx, sql`update products set quantity = 0 where id = ${product.id}`)
-    await refreshProductState(tx, [product.id], now)
+    await refreshProducts(tx, await lockProducts(tx, [product.id]), [product.id], now)
     const [inside] = await execute<{ body: string }>(tx, sql`select body from product_documents where product_id = ${product.id}`)
     t.match(JSON.parse(inside!.body), { quantity: 0, isAvailable: false, updatedAt: now.toISOString() }, 'rewritten inside it')
     throw new Error('roll back')
@@ -123,7 +123,7 @@ t.test('past a discount boundary the price is exact before and after the sweep r
   }))
   t.same(stale, [], 'no stale price past the boundary')
   t.equal((await stored(product.id))!.body, before.body, 'the stored document was not written by a read')
-  t.equal(await markDiscountBoundaries(app.database, app.catalogCache, 60_000), 1, 'the sweep moves it')
+  t.equal(await markDiscountBoundaries(app.stock, 60_000), 1, 'the sweep moves it')
   const after = (await stored(product.id))!
   t.match(JSON.parse(after.body), { sellPrice: 9 }, 'and rewrites its document')
   t.equal(after.price_changes_at, null, 'with no further change')
@@ -138,7 +138,7 @@ t.test('products without documents are rendered on the fly, then by the backfill
   await pollState(app)
   app.catalogCache.reads.clear()
   t.equal((await get(app, product.id)).body, expected, 'a read renders it from the rows')
-  t.ok(await renderMissingDocuments(database) >= 1)
+  t.ok(await renderMissingDocuments(app.stock) >= 1)
   t.equal((await stored(product.id))?.body, expected, 'the backfill writes it')
   t.equal((await get(app, `${crypto.randomUUID()}`)).status, 404, 'a product that does not exist is still not found')
 })

@@ -76,7 +76,7 @@ t.test('60 concurrent orders, holds, releases, expiries and consumptions on two 
     } else {
       // Abandoned: it lapses, and whichever sweep comes first gives the units back.
       await execute(app.database.db, sql`update reservations set expires_at = now() where id = ${reservation.id}::uuid`)
-      tally.expired += (await expireLapsedReservations(apps[i % 2]!.database, 5)).expired
+      tally.expired += await expireLapsedReservations(apps[i % 2]!.stock, 5)
     }
   }
   await Promise.all(Array.from({ length: 60 }, (_, i) => integrator(i)))

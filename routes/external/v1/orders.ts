@@ -61,17 +61,13 @@ With a test key (\`sk_test_…\`) the same checks run against the same stock, bu
   }, async (request, reply) => {
     const idempotencyKey = idempotencyKeyOf(request)
     const base = publicBase ?? `${request.protocol}://${request.host}`
-    const placed = await placeOrder(app.database, {
+    const placed = await placeOrder(app.stock, {
       apiKeyId: request.apiKey.id,
       mode: request.apiKey.mode,
       body: request.body,
       idempotencyKey,
       settings: app.store.settings,
       locationOf: (id) => `${base}/external/v1/orders/${id}`
-    }, {
-      idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
-      idempotencyLockTimeoutMs: config.IDEMPOTENCY_LOCK_TIMEOUT_MS,
-      onStockTaken: (productIds) => app.catalogCache.productsChanged(productIds)
     })
     if (placed.replayed) {
       app.metrics.idempotentReplays.inc()

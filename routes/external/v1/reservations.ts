@@ -19,7 +19,6 @@ const reservations: FastifyPluginAsyncTypebox = async (app) => {
   // A hold is private to one integrator and changes: never stored by a shared cache.
   app.addHook('onSend', async (_request, reply) => { if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store') })
   const publicBase = config.PUBLIC_BASE_URL?.replace(/\/+$/, '')
-  const onStockMoved = (productIds: string[]) => app.catalogCache.productsChanged(productIds)
   const headers = (status: number) => [...v1Headers(status), 'Cache-Control' as const]
 
   app.post('/reservations', {
@@ -54,13 +53,13 @@ A test key's reservation runs every check against the real stock and holds nothi
   }, async (request, reply) => {
     const idempotencyKey = idempotencyKeyOf(request)
     const base = publicBase ?? `${request.protocol}://${request.host}`
-    const hold = await holdStock(app.database, {
+    const hold = await holdStock(app.stock, {
       apiKeyId: request.apiKey.id,
       mode: request.apiKey.mode,
       body: request.body,
       idempotencyKey,
       locationOf: (id) => `${base}/external/v1/reservations/${id}`
-    }, { idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS, idempotencyLockTimeoutMs: config.IDEMPOTENCY_LOCK_TIMEOUT_MS, onStockMoved })
+    })
     if (hold.replayed) reply.header('idempotent-replayed', 'true')
     else app.metrics.reservationsCreated.inc()
     return reply.code(201).header('location', hold.location).send(hold.reservation)
@@ -79,7 +78,7 @@ A test key's reservation runs every check against the real stock and holds nothi
         ...withHeaders(v1Errors('reservation_not_found', { code: 'validation_failed', message: 'params.id: must match format "uuid"', details: [{ path: 'params.id', message: 'must match format "uuid"' }] }), headers)
       }
     }
-  }, async (request) => getReservation(app.database, request.apiKey.id, request.params.id))
+  }, async (request) => getReservation(app.stock, request.apiKey.id, request.params.id))
 
   app.delete('/reservations/:id', {
     config: SCOPE,
@@ -95,7 +94,7 @@ A test key's reservation runs every check against the real stock and holds nothi
       }
     }
   }, async (request, reply) => {
-    await releaseReservation(app.database, request.apiKey.id, request.params.id, { onStockMoved })
+    await releaseReservation(app.stock, request.apiKey.id, request.params.id)
     app.metrics.reservationsEnded.inc({ how: 'released' })
     return reply.code(204).send(null)
   })

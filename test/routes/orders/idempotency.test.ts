@@ -3,7 +3,7 @@
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import { execute } from '../../../db/client.ts'
-import { deleteExpiredIdempotencyKeys } from '../../../db/orders.ts'
+import { deleteExpiredIdempotencyKeys } from '../../../db/idempotency.ts'
 import {
   created, expectRefused, getJson, importProducts, line, makeProduct, orderBody, orderSnapshot, orderStore, PHONE, postOrder, productStock,
   type OrderSummary

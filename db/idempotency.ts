@@ -1,0 +1,52 @@
+// Idempotency-Key records in SQL: a request claims its key in the transaction of its write
+// (an order, a hold), stores its response there, and a retry finds that response.
+import { and, eq, sql } from 'drizzle-orm'
+import { execute, runStatement, statement, type Tx } from './client.ts'
+import { idempotencyKeys } from './schema.ts'
+
+/** What was stored for an Idempotency-Key. */
+export interface IdempotencyRecord {
+  requestHash: string
+  body: unknown
+  /** The response shape the body was stored in. */
+  shapeVersion: number
+  location: string
+}
+
+export interface IdempotencyClaim { apiKeyId: string, key: string, requestHash: string, ttlHours: number, waitMs: number }
+
+const CLAIM = statement(sql`select claim_idempotency_key($1::uuid, $2::text, $3::text, $4::integer, $5::integer) as claimed`)
+
+/**
+ * Claims an Idempotency-Key for this transaction: true when it was free (or expired). A
+ * concurrent claim holds the row's lock until it commits; this waits at most `waitMs` and
+ * then fails with PostgreSQL's lock_not_available (55P03). Nothing else in the transaction
+ * has a lock timeout.
+ */
+export async function claimIdempotencyKey (tx: Tx, claim: IdempotencyClaim): Promise<boolean> {
+  const [row] = await runStatement<{ claimed: boolean }>(tx, CLAIM, [claim.apiKeyId, claim.key, claim.requestHash, claim.ttlHours, Math.trunc(claim.waitMs)])
+  return row!.claimed
+}
+
+export async function findIdempotencyRecord (tx: Tx, apiKeyId: string, key: string): Promise<IdempotencyRecord | null> {
+  const [row] = await tx.select().from(idempotencyKeys)
+    .where(and(eq(idempotencyKeys.apiKeyId, apiKeyId), eq(idempotencyKeys.key, key), sql`${idempotencyKeys.expiresAt} > now()`))
+  if (!row || row.statusCode === null) return null
+  return {
+    requestHash: row.requestHash,
+    body: row.responseBody,
+    shapeVersion: row.responseVersion,
+    location: (row.responseHeaders as { location: string }).location
+  }
+}
+
+export async function storeIdempotentResponse (tx: Tx, apiKeyId: string, key: string, response: { body: unknown, shapeVersion: number, location: string }): Promise<void> {
+  await tx.update(idempotencyKeys)
+    .set({ statusCode: 201, responseBody: response.body, responseVersion: response.shapeVersion, responseHeaders: { location: response.location } })
+    .where(and(eq(idempotencyKeys.apiKeyId, apiKeyId), eq(idempotencyKeys.key, key)))
+}
+
+export async function deleteExpiredIdempotencyKeys (db: Tx): Promise<number> {
+  const rows = await execute<{ n: number }>(db, sql`with gone as (delete from idempotency_keys where expires_at <= now() returning 1) select count(*)::int as n from gone`)
+  return rows[0]!.n
+}

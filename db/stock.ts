@@ -1,0 +1,368 @@
+// Stock in SQL, and only here: the units of products and combinations, the units hold lines
+// have taken, and the documents that show them (product_documents). Every order, hold,
+// release, expiry, cancellation and import changes stock through this module, inside a
+// transaction run by services/stock.ts. A test (test/db/stock-owner.test.ts) keeps any other
+// file from writing these columns.
+//
+// THE LOCK ORDER. Every transaction that changes stock takes its locks in this order:
+//   1. its Idempotency-Key record (claimed first; only that wait may answer idempotency_key_in_use);
+//   2. the products it touches, all of them, in id order, in one go (`lockProducts`): the
+//      products of the lines it orders or holds, of the reservation it consumes, releases or
+//      expires, of the order it cancels, of what an import rewrites or deletes;
+//   3. the order or reservations whose state it changes (their state is read again under the lock);
+//   4. the stock rows of those products — combinations, products' own quantity — and hold lines;
+//   5. last, a key's reservation count (an advisory lock).
+// Nothing waits for a product's lock while holding a lock of steps 3–5, so no two stock writes
+// can wait on each other in a circle. Rows that name what to change (a reservation's lines, an
+// order's items) are read before step 2 without a lock: they never change once written.
+//
+// A product's document is rendered only at the end of the transaction (`refreshProducts`,
+// `rewriteDocuments`), after its last stock change and while its row is locked. Under READ
+// COMMITTED each statement reads as of its own start; the lock was taken by an earlier
+// statement, so every change another transaction made to the product's rows (which needed the
+// same lock) has committed and is seen. Rendering is never done from an older view.
+import { sql } from 'drizzle-orm'
+import type { Discount } from '../lib/money.ts'
+import { execute, runStatement, statement, type Tx } from './client.ts'
+import { insertEvents } from './events.ts'
+import { PRODUCT_COLUMNS, discountJson, documentOf, renderDocuments, type ProductDocument, type ProductRow } from './products.ts'
+
+/** A set of ids as one uuid[] parameter: they passed the checks, so they hold no quote or comma. */
+const uuidArray = (ids: Iterable<string>) => `{${[...ids].join(',')}}`
+const uuids = (ids: Iterable<string>) => sql`${uuidArray(ids)}::uuid[]`
+
+/** Products locked per statement when a transaction locks many (an import). */
+const LOCK_CHUNK = 5000
+
+/**
+ * The products a transaction has locked (step 2): the only ones whose stock it may change and
+ * whose documents it may write.
+ */
+export class ProductLocks {
+  readonly #ids: Set<string>
+
+  constructor (ids: Iterable<string> = []) {
+    this.#ids = new Set(ids)
+  }
+
+  has (id: string): boolean {
+    return this.#ids.has(id)
+  }
+
+  get ids (): string[] {
+    return [...this.#ids]
+  }
+
+  /**
+   * Products this transaction has just inserted: no other transaction can see them before it
+   * commits, so they are as good as locked.
+   */
+  adoptCreated (ids: Iterable<string>): void {
+    for (const id of ids) this.#ids.add(id.toLowerCase())
+  }
+}
+
+const LOCK_PRODUCTS = statement(sql`select id::text as id from products where id = any($1::uuid[]) order by id for no key update`)
+const LOCK_PRODUCTS_FOR_DELETE = statement(sql`select id::text as id from products where id = any($1::uuid[]) order by id for update`)
+
+/**
+ * Step 2: locks the products, in id order. `forDelete` takes the stronger lock an import needs
+ * (it may delete them); either kind excludes the other and itself.
+ */
+export async function lockProducts (tx: Tx, ids: Iterable<string>, options: { forDelete?: boolean } = {}): Promise<ProductLocks> {
+  const sorted = [...new Set([...ids].map((id) => id.toLowerCase()))].sort()
+  const locked: string[] = []
+  for (let i = 0; i < sorted.length; i += LOCK_CHUNK) {
+    const rows = await runStatement<{ id: string }>(tx, options.forDelete === true ? LOCK_PRODUCTS_FOR_DELETE : LOCK_PRODUCTS, [uuidArray(sorted.slice(i, i + LOCK_CHUNK))])
+    for (const row of rows) locked.push(row.id)
+  }
+  return new ProductLocks(locked)
+}
+
+/**
+ * Locks, without waiting, up to `limit` products whose document is stale (its price changed at
+ * or before `now`) or missing; those another transaction holds are left to the next run.
+ */
+export async function lockProductsToRender (tx: Tx, now: Date, limit: number, options: { missing: boolean }): Promise<ProductLocks> {
+  const rows = await execute<{ id: string }>(tx, options.missing
+    ? sql`select p.id::text as id from products p where not exists (select 1 from product_documents d where d.product_id = p.id)
+          order by p.id limit ${limit} for no key update of p skip locked`
+    : sql`select p.id::text as id from product_documents d join products p on p.id = d.product_id
+          where d.price_changes_at <= ${now.toISOString()}::timestamptz order by p.id limit ${limit} for no key update of p skip locked`)
+  return new ProductLocks(rows.map((r) => r.id))
+}
+
+/** Locks, without waiting, those of `ids` no other transaction holds. */
+export async function lockFreeProducts (tx: Tx, ids: readonly string[]): Promise<ProductLocks> {
+  if (ids.length === 0) return new ProductLocks()
+  const rows = await execute<{ id: string }>(tx, sql`select id::text as id from products where id = any(${uuids(ids)})
+    order by id for no key update skip locked`)
+  return new ProductLocks(rows.map((r) => r.id))
+}
+
+function mustHold (locks: ProductLocks, productIds: Iterable<string>): void {
+  for (const id of productIds) {
+    // A programming error, not a request's: stock changed outside the lock order could deadlock or render stale.
+    if (!locks.has(id)) throw new Error(`stock of product ${id} changed without its lock`)
+  }
+}
+
+/** A product or one of its combinations, as an order line sees it. */
+export interface SellableRow {
+  product_id: string
+  combination_id: string | null
+  name: string
+  option_names: string[] | null
+  price: string
+  /** Its own discount, else (for a combination) its product's. */
+  discount: Discount | null
+  quantity: number | null
+  is_available: boolean
+  /** For a product row: whether it has combinations (then one must be chosen). */
+  has_combinations: boolean
+  /** For a combination row: the product it belongs to, and whether that product is available. */
+  owner_id: string | null
+  owner_available: boolean | null
+}
+
+// The order path's statements are rendered once, at load: their text never changes with the
+// order (the lines go as array parameters) and nothing is built per call. Directly on
+// PostgreSQL postgres.js prepares each once per connection; behind a transaction pooler
+// (nothing prepared) PostgreSQL parses these short texts, and the stock loop's plans stay
+// cached in its function (take_stock) for the life of each server connection.
+const SELLABLES = statement(sql`
+    select p.id as product_id, null::uuid as combination_id, p.name, null::json as option_names, p.price::text as price,
+      ${discountJson('product_id', 'p.id')} as discount, p.quantity, p.is_available,
+      exists (select 1 from combinations c where c.product_id = p.id) as has_combinations, null::uuid as owner_id, null::boolean as owner_available
+    from products p where p.id = any($1::uuid[])
+    union all
+    select c.product_id, c.id, p.name,
+      (select json_agg(o.name order by co.position) from combination_options co join variant_options o on o.id = co.option_id
+            where co.combination_id = c.id),
+      c.price::text, coalesce(${discountJson('combination_id', 'c.id')}, ${discountJson('product_id', 'p.id')}),
+      c.quantity, c.is_available, false, c.product_id, p.is_available
+    from combinations c join products p on p.id = c.product_id where c.id = any($2::uuid[])`)
+
+/**
+ * Every product and combination the lines name, in one round trip; keys `p:<id>` and `c:<id>`.
+ * Read after the products' locks, so what it shows of stock is exact until the transaction ends.
+ */
+export async function loadSellables (tx: Tx, productIds: string[], combinationIds: string[]): Promise<Map<string, SellableRow>> {
+  const rows = await runStatement<SellableRow>(tx, SELLABLES, [uuidArray(productIds), uuidArray(combinationIds)])
+  return new Map(rows.map((r) => [r.combination_id ? `c:${r.combination_id}` : `p:${r.product_id}`, r]))
+}
+
+export type StockOwner = 'products' | 'combinations'
+
+/** Units taken from (or given back to) a product's or a combination's tracked stock. */
+export interface StockMove { owner: StockOwner, id: string, productId: string, quantity: number }
+
+const TAKE_STOCK = statement(sql`select take_stock($1::uuid[], $2::integer[], $3::boolean[]) as failed`)
+
+/**
+ * Takes each entry's units when at least that many are left, in one round trip (take_stock, a
+ * PL/pgSQL function whose plans each server connection keeps, pooler or not). The caller has
+ * checked the stock under the products' locks, so every decrement succeeds; the condition is
+ * kept so that a bug can never oversell. Returns the index of the first entry not taken, or null.
+ */
+export async function takeStock (tx: Tx, locks: ProductLocks, takes: readonly StockMove[]): Promise<number | null> {
+  if (takes.length === 0) return null
+  mustHold(locks, takes.map((t) => t.productId))
+  const [row] = await runStatement<{ failed: number }>(tx, TAKE_STOCK, [
+    uuidArray(takes.map((t) => t.id)),
+    `{${takes.map((t) => t.quantity).join(',')}}`,
+    `{${takes.map((t) => t.owner === 'combinations').join(',')}}`
+  ])
+  return row!.failed === 0 ? null : row!.failed - 1
+}
+
+/** One statement adding units back to stock rows still tracked; the rows it changed name their products. */
+const GIVE_BACK = sql.raw(`
+    p as (update products set quantity = products.quantity + back.units from back
+          where not back.combination and products.id = back.id and products.quantity is not null returning products.id),
+    c as (update combinations set quantity = combinations.quantity + back.units from back
+          where back.combination and combinations.id = back.id and combinations.quantity is not null returning combinations.product_id as id)
+    select id::text as id from p union select id::text from c`)
+
+/** Gives units back to their stock rows (those gone or untracked since take nothing); returns the products whose stock moved. */
+export async function giveBack (tx: Tx, locks: ProductLocks, moves: readonly StockMove[]): Promise<string[]> {
+  const perRow = new Map<string, StockMove>()
+  for (const move of moves) {
+    if (move.quantity <= 0) continue
+    const entry = perRow.get(move.id) ?? { ...move, quantity: 0 }
+    entry.quantity += move.quantity
+    perRow.set(move.id, entry)
+  }
+  if (perRow.size === 0) return []
+  mustHold(locks, [...perRow.values()].map((m) => m.productId))
+  const rows = [...perRow.values()]
+  const moved = await execute<{ id: string }>(tx, sql`with back as (
+      select * from unnest(${uuids(rows.map((r) => r.id))}, ${`{${rows.map((r) => r.quantity).join(',')}}`}::integer[],
+        ${`{${rows.map((r) => r.owner === 'combinations').join(',')}}`}::boolean[]) as back(id, units, combination)
+    ), ${GIVE_BACK}`)
+  return moved.map((r) => r.id)
+}
+
+/** A hold line as stored: what it holds of its stock row (0 when untracked, or for a test key). */
+export interface HoldLine { productId: string, combinationId: string | null, quantity: number, held: number }
+
+/** Writes a new reservation's lines with the units each holds (taken from stock just before). */
+export async function insertHoldLines (tx: Tx, locks: ProductLocks, reservationId: string, lines: readonly HoldLine[]): Promise<void> {
+  mustHold(locks, lines.filter((l) => l.held > 0).map((l) => l.productId))
+  const rows = lines.map((l, line) => ({ line, product_id: l.productId, combination_id: l.combinationId, quantity: l.quantity, held: l.held }))
+  await tx.execute(sql`insert into reservation_items (reservation_id, line, product_id, combination_id, quantity, held)
+    select ${reservationId}::uuid, line, product_id, combination_id, quantity, held
+    from json_to_recordset(${JSON.stringify(rows)}::json) as x(line integer, product_id uuid, combination_id uuid, quantity integer, held integer)`)
+}
+
+/** The lines of reservations, with what each holds now (read under the products' locks: exact). */
+export async function holdLines (tx: Tx, reservationIds: readonly string[]): Promise<HoldLine[]> {
+  if (reservationIds.length === 0) return []
+  return execute<HoldLine>(tx, sql`select product_id::text as "productId", combination_id::text as "combinationId", quantity, held
+    from reservation_items where reservation_id = any(${uuids(reservationIds)}) order by reservation_id, line`)
+}
+
+/**
+ * Ends what the reservations hold. `giveBack`: the units go back to their stock rows (a release,
+ * an expiry); otherwise they are sold (an order consumed the hold). Returns the products whose
+ * stock moved.
+ */
+export async function freeHeld (tx: Tx, locks: ProductLocks, reservationIds: readonly string[], options: { giveBack: boolean }): Promise<string[]> {
+  if (reservationIds.length === 0) return []
+  const lines = await holdLines(tx, reservationIds)
+  mustHold(locks, lines.filter((l) => l.held > 0).map((l) => l.productId))
+  await tx.execute(sql`update reservation_items set held = 0 where reservation_id = any(${uuids(reservationIds)}) and held > 0`)
+  if (!options.giveBack) return []
+  return giveBack(tx, locks, lines.map((l) => ({
+    owner: l.combinationId ? 'combinations' : 'products',
+    id: l.combinationId ?? l.productId,
+    productId: l.productId,
+    quantity: l.held
+  })))
+}
+
+/** An order line as stored, with the units it took from stock. */
+export interface TakenLine { productId: string, combinationId: string | null, taken: number }
+
+/**
+ * Gives an order's taken units back (it was cancelled). Lines stored before `taken` was
+ * recorded count their quantity for a live order. Returns the products whose stock moved.
+ */
+export async function giveBackOrder (tx: Tx, locks: ProductLocks, orderId: string): Promise<string[]> {
+  const lines = await execute<TakenLine>(tx, sql`select i.product_id::text as "productId", i.combination_id::text as "combinationId",
+      coalesce(i.taken, case when o.mode = 'live' then i.quantity else 0 end) as taken
+    from order_items i join orders o on o.id = i.order_id where i.order_id = ${orderId}::uuid`)
+  return giveBack(tx, locks, lines.map((l) => ({
+    owner: l.combinationId ? 'combinations' : 'products',
+    id: l.combinationId ?? l.productId,
+    productId: l.productId,
+    quantity: l.taken
+  })))
+}
+
+/** What an import's file says of one product's stock: its own (null when it has combinations or none is tracked) and each combination's. */
+export interface ImportedStock { productId: string, quantity: number | null, combinations: Array<{ id: string, quantity: number | null }> }
+
+/** The file's quantity is the stock: sets it on the products an import wrote and their combinations. */
+export async function setImportedStock (tx: Tx, locks: ProductLocks, stock: readonly ImportedStock[]): Promise<void> {
+  if (stock.length === 0) return
+  mustHold(locks, stock.map((s) => s.productId.toLowerCase()))
+  const products = stock.map((s) => ({ id: s.productId, quantity: s.quantity }))
+  const combinations = stock.flatMap((s) => s.combinations)
+  await tx.execute(sql`with p as (
+      update products set quantity = x.quantity from jsonb_to_recordset(${JSON.stringify(products)}::jsonb) as x(id uuid, quantity integer)
+      where products.id = x.id and products.quantity is distinct from x.quantity
+    )
+    update combinations set quantity = x.quantity from jsonb_to_recordset(${JSON.stringify(combinations)}::jsonb) as x(id uuid, quantity integer)
+    where combinations.id = x.id and combinations.quantity is distinct from x.quantity`)
+}
+
+/**
+ * After an import set the stock of `productIds` from its file: the active holds on those rows
+ * are taken from it again. Older holds keep their units first; when the file has fewer units
+ * than are held, the newest holds keep fewer (their `held` shrinks) and the stock shows 0,
+ * never less. Returns the products whose stock moved.
+ */
+export async function reapplyHolds (tx: Tx, locks: ProductLocks, productIds: readonly string[]): Promise<string[]> {
+  if (productIds.length === 0) return []
+  const rows = await execute<{ product_id: string }>(tx, sql`
+    with lines as (
+      select i.reservation_id, i.line, i.product_id, i.combination_id, i.quantity,
+        coalesce(i.combination_id, i.product_id) as stock_id,
+        sum(i.quantity) over (partition by coalesce(i.combination_id, i.product_id) order by r.created_at, r.id, i.line) as upto
+      from reservation_items i join reservations r on r.id = i.reservation_id
+      where r.status = 'active' and r.mode = 'live' and i.product_id = any(${uuids(productIds)})
+    ), stock as (
+      select id, quantity from products where id in (select stock_id from lines where combination_id is null)
+      union all
+      select id, quantity from combinations where id in (select stock_id from lines where combination_id is not null)
+    ), kept as (
+      select l.reservation_id, l.line, l.product_id, l.combination_id, l.stock_id,
+        case when s.quantity is null then 0 else least(l.quantity, greatest(s.quantity - (l.upto - l.quantity), 0)) end as held
+      from lines l left join stock s on s.id = l.stock_id
+    ), per_row as (
+      select stock_id, combination_id is not null as is_combination, sum(held)::int as held from kept group by stock_id, combination_id is not null
+    ), items as (
+      update reservation_items i set held = kept.held from kept
+      where i.reservation_id = kept.reservation_id and i.line = kept.line and i.held is distinct from kept.held
+    ), p as (
+      update products set quantity = quantity - per_row.held from per_row
+      where products.id = per_row.stock_id and not per_row.is_combination and per_row.held > 0
+    ), c as (
+      update combinations set quantity = quantity - per_row.held from per_row
+      where combinations.id = per_row.stock_id and per_row.is_combination and per_row.held > 0
+    )
+    select distinct product_id::text as product_id from kept`)
+  const moved = rows.map((r) => r.product_id)
+  mustHold(locks, moved)
+  return moved
+}
+
+/**
+ * After the transaction's last stock change to these products: whether each can still be
+ * ordered, its updated_at, its `product.updated` event and its document. Its content hash is
+ * cleared, so the next import counts as a change even if the file is the same (it puts the
+ * stock back).
+ *
+ * Two statements: the first refreshes the rows, records the events and returns what the
+ * documents are rendered from (RETURNING gives the new row; its children are read in the same
+ * statement); the second writes the documents. Rendering in SQL would save the second round
+ * trip but keep the money rules (sellPrice, rounding) twice, in SQL and in lib/money.ts.
+ */
+export async function refreshProducts (tx: Tx, locks: ProductLocks, productIds: readonly string[], now: Date): Promise<void> {
+  if (productIds.length === 0) return
+  mustHold(locks, productIds)
+  const rows = await execute<ProductRow>(tx, sql`with refreshed as (
+      update products p set updated_at = ${now.toISOString()}::timestamptz, content_hash = null,
+        available = p.is_available and case
+          when exists (select 1 from combinations c where c.product_id = p.id)
+            then exists (select 1 from combinations c where c.product_id = p.id and c.is_available and (c.quantity is null or c.quantity > 0))
+          else p.quantity is null or p.quantity > 0 end
+      where p.id = any(${uuids(productIds)})
+      returning p.id, p.name, p.sku, p.barcode, p.quantity, p.price, p.is_available, p.available, p.image_url, p.brand_id, p.updated_at),
+    events as (${insertEvents({ type: 'product.updated', resourceId: sql`id`, from: sql`refreshed` })})
+    select ${PRODUCT_COLUMNS} from refreshed p`)
+  await writeDocuments(tx, rows.map((row) => documentOf(row, now)))
+}
+
+const REWRITE_BATCH = 500
+
+/**
+ * Renders the products' documents again from their rows and writes them: after an import
+ * wrote them, or their price changed (a discount started or ended). Their rows are locked.
+ */
+export async function rewriteDocuments (tx: Tx, locks: ProductLocks, productIds: readonly string[], now: Date): Promise<void> {
+  mustHold(locks, productIds)
+  for (let i = 0; i < productIds.length; i += REWRITE_BATCH) {
+    await writeDocuments(tx, await renderDocuments(tx, productIds.slice(i, i + REWRITE_BATCH), now))
+  }
+}
+
+async function writeDocuments (tx: Tx, documents: ProductDocument[]): Promise<void> {
+  if (documents.length === 0) return
+  const rows = documents.map((d) => ({ product_id: d.id, body: d.body, etag: d.etag, price_changes_at: d.priceChangesAt?.toISOString() ?? null }))
+  await tx.execute(sql`insert into product_documents as d (product_id, body, etag, price_changes_at)
+    select product_id, body, etag, price_changes_at
+    from json_to_recordset(${JSON.stringify(rows)}::json) as x(product_id uuid, body text, etag text, price_changes_at timestamptz)
+    on conflict (product_id) do update set body = excluded.body, etag = excluded.etag, price_changes_at = excluded.price_changes_at`)
+}
