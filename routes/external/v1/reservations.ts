@@ -92,7 +92,9 @@ A test key's reservation runs every check against the real stock and holds nothi
         204: { description: 'Released; no body', type: 'null', headers: documentedResponse('', ref(Reservation), {}, headers(204)).headers },
         ...withHeaders(v1Errors('reservation_not_found', NOT_ACTIVE_EXAMPLE, { code: 'validation_failed', message: 'params.id: must match format "uuid"', details: [{ path: 'params.id', message: 'must match format "uuid"' }] }), headers)
       }
-    }
+    },
+    // A stock write: it waits for the same locks as an order, so it has an order's deadline.
+    handlerTimeout: config.ORDER_TIMEOUT_MS
   }, async (request, reply) => {
     await releaseReservation(app.stock, request.apiKey.id, request.params.id)
     app.metrics.reservationsEnded.inc({ how: 'released' })
