@@ -36,17 +36,27 @@ const LOCK_CHUNK = 5000
 
 /**
  * The products a transaction has locked (step 2): the only ones whose stock it may change and
- * whose documents it may write.
+ * whose documents it may write. Of those it asked for, the ones that were not products when
+ * it locked stay out of reach for the rest of the transaction, even if an import creates them
+ * meanwhile: their rows are never changed, nor their lines priced.
  */
 export class ProductLocks {
   readonly #ids: Set<string>
+  readonly #asked: Set<string>
 
-  constructor (ids: Iterable<string> = []) {
+  constructor (ids: Iterable<string> = [], asked: Iterable<string> = []) {
     this.#ids = new Set(ids)
+    this.#asked = new Set([...asked, ...this.#ids])
   }
 
+  /** Whether it is a product locked by this transaction. */
   has (id: string): boolean {
     return this.#ids.has(id)
+  }
+
+  /** Whether this transaction asked for its lock (locked, or no product then). */
+  covers (id: string): boolean {
+    return this.#asked.has(id)
   }
 
   get ids (): string[] {
@@ -58,7 +68,10 @@ export class ProductLocks {
    * commits, so they are as good as locked.
    */
   adoptCreated (ids: Iterable<string>): void {
-    for (const id of ids) this.#ids.add(id.toLowerCase())
+    for (const id of ids) {
+      this.#ids.add(id.toLowerCase())
+      this.#asked.add(id.toLowerCase())
+    }
   }
 }
 
@@ -76,7 +89,7 @@ export async function lockProducts (tx: Tx, ids: Iterable<string>, options: { fo
     const rows = await runStatement<{ id: string }>(tx, options.forDelete === true ? LOCK_PRODUCTS_FOR_DELETE : LOCK_PRODUCTS, [uuidArray(sorted.slice(i, i + LOCK_CHUNK))])
     for (const row of rows) locked.push(row.id)
   }
-  return new ProductLocks(locked)
+  return new ProductLocks(locked, sorted)
 }
 
 /**
@@ -103,7 +116,7 @@ export async function lockFreeProducts (tx: Tx, ids: readonly string[]): Promise
 function mustHold (locks: ProductLocks, productIds: Iterable<string>): void {
   for (const id of productIds) {
     // A programming error, not a request's: stock changed outside the lock order could deadlock or render stale.
-    if (!locks.has(id)) throw new Error(`stock of product ${id} changed without its lock`)
+    if (!locks.covers(id)) throw new Error(`stock of product ${id} changed without its lock`)
   }
 }
 
@@ -176,29 +189,37 @@ export async function takeStock (tx: Tx, locks: ProductLocks, takes: readonly St
   return row!.failed === 0 ? null : row!.failed - 1
 }
 
-/** One statement adding units back to stock rows still tracked; the rows it changed name their products. */
+/**
+ * One statement adding units back to stock rows still tracked, of the products they were taken
+ * from; the rows it changed name their products.
+ */
 const GIVE_BACK = sql.raw(`
     p as (update products set quantity = products.quantity + back.units from back
           where not back.combination and products.id = back.id and products.quantity is not null returning products.id),
     c as (update combinations set quantity = combinations.quantity + back.units from back
-          where back.combination and combinations.id = back.id and combinations.quantity is not null returning combinations.product_id as id)
+          where back.combination and combinations.id = back.id and combinations.product_id = back.product_id
+            and combinations.quantity is not null returning combinations.product_id as id)
     select id::text as id from p union select id::text from c`)
 
-/** Gives units back to their stock rows (those gone or untracked since take nothing); returns the products whose stock moved. */
+/**
+ * Gives units back to their stock rows; returns the products whose stock moved. Rows gone or
+ * untracked since take nothing, nor do products that were gone when the transaction locked them.
+ */
 export async function giveBack (tx: Tx, locks: ProductLocks, moves: readonly StockMove[]): Promise<string[]> {
   const perRow = new Map<string, StockMove>()
   for (const move of moves) {
     if (move.quantity <= 0) continue
+    mustHold(locks, [move.productId])
+    if (!locks.has(move.productId)) continue
     const entry = perRow.get(move.id) ?? { ...move, quantity: 0 }
     entry.quantity += move.quantity
     perRow.set(move.id, entry)
   }
   if (perRow.size === 0) return []
-  mustHold(locks, [...perRow.values()].map((m) => m.productId))
   const rows = [...perRow.values()]
   const moved = await execute<{ id: string }>(tx, sql`with back as (
-      select * from unnest(${uuids(rows.map((r) => r.id))}, ${`{${rows.map((r) => r.quantity).join(',')}}`}::integer[],
-        ${`{${rows.map((r) => r.owner === 'combinations').join(',')}}`}::boolean[]) as back(id, units, combination)
+      select * from unnest(${uuids(rows.map((r) => r.id))}, ${uuids(rows.map((r) => r.productId))}, ${`{${rows.map((r) => r.quantity).join(',')}}`}::integer[],
+        ${`{${rows.map((r) => r.owner === 'combinations').join(',')}}`}::boolean[]) as back(id, product_id, units, combination)
     ), ${GIVE_BACK}`)
   return moved.map((r) => r.id)
 }
@@ -295,7 +316,8 @@ export async function reapplyHolds (tx: Tx, locks: ProductLocks, productIds: rea
     ), stock as (
       select id, quantity from products where id in (select stock_id from lines where combination_id is null)
       union all
-      select id, quantity from combinations where id in (select stock_id from lines where combination_id is not null)
+      -- A combination counts only under the product the hold named (the file may have moved it).
+      select c.id, c.quantity from combinations c where exists (select 1 from lines l where l.stock_id = c.id and l.product_id = c.product_id)
     ), kept as (
       select l.reservation_id, l.line, l.product_id, l.combination_id, l.stock_id,
         case when s.quantity is null then 0 else least(l.quantity, greatest(s.quantity - (l.upto - l.quantity), 0)) end as held

@@ -174,9 +174,16 @@ export class Shelf {
     if (this.#finished) throw new Error('stock changed after its documents were rendered')
   }
 
-  /** Prices the lines from the catalogue as it is now (exact for what is locked). */
+  /**
+   * Prices the lines from the catalogue as it is now: exact for what is locked. Once products
+   * are locked, one that was none then (an import creating it meanwhile) is unknown to the
+   * order, as it was when the order locked.
+   */
   async price (verb: StockVerb, lines: readonly OrderLine[], held?: HeldUnits): Promise<PricedLines> {
-    return priceLines(verb, lines, await loadSellables(this.tx, ...namedIds(lines)), this.now, held)
+    const [productIds, combinationIds] = namedIds(lines)
+    const locks = this.#locks
+    const sellables = await loadSellables(this.tx, locks === null ? productIds : productIds.filter((id) => locks.has(id)), combinationIds)
+    return priceLines(verb, lines, sellables, this.now, held)
   }
 
   /**
