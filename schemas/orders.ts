@@ -98,7 +98,7 @@ const orderFields = {
   id: Uuid,
   orderNumber: Type.String({ maxLength: 16, pattern: '^T?[1-9][0-9]{0,14}$', description: 'Short, readable, increasing; a test order\'s starts with T (T100001) and counts on its own', examples: ['100042'] }),
   mode: Type.Unsafe<OrderMode>({ type: 'string', enum: [...ORDER_MODES], description: 'live, or test for an order made with a test key: it took no stock and only that key sees it', examples: ['live'] }),
-  status: Type.Unsafe<OrderStatus>({ type: 'string', enum: [...ORDER_STATUSES], description: 'pending on creation; then changed by the store' }),
+  status: Type.Unsafe<OrderStatus>({ type: 'string', enum: [...ORDER_STATUSES], description: 'pending on creation; then changed by the store. Cancelling a live order puts its units back in stock (its products get product.updated)' }),
   total: { ...Money, description: 'Sum of the items\' totalPrice' },
   deliveryFee: { ...Money, description: 'What finalTotal adds to total: the store\'s delivery fee when an address was given, else 0' },
   finalTotal: { ...Money, description: 'total plus deliveryFee' },
