@@ -136,10 +136,11 @@ export function phaseExposure (fromMs: number, toMs: number): { feed: number, no
 }
 
 /**
- * The SQL of the app's change-log write (db/events.ts recordEvents, as services/place-order.ts
- * calls it): one INSERT of the order's `order.created` and a `product.updated` for each
- * product whose tracked stock the order took. `chosen` names the order's lines (with l.i,
- * b.product_id), `tracked` the condition that a line's stock is tracked.
+ * The SQL of the app's change-log writes (db/events.ts insertEvents, which the app folds into
+ * the products' refresh and the order's insert): the order's `order.created` and a
+ * `product.updated` for each product whose tracked stock the order took, here in one INSERT.
+ * `chosen` names the order's lines (with l.i, b.product_id), `tracked` the condition that a
+ * line's stock is tracked.
  */
 const eventInsert = (orderId: string, orderNumber: string, apiKeyId: string, chosen: string, tracked: string) => [
   'INSERT INTO change_events (type, resource_id, api_key_id, data)',
@@ -148,7 +149,7 @@ const eventInsert = (orderId: string, orderNumber: string, apiKeyId: string, cho
 ]
 
 /**
- * db/products.ts refreshProductState: after stock was taken, each product's availability,
+ * db/stock.ts refreshProducts: after stock was taken, each product's availability,
  * updated_at and content hash (`ids` selects the products).
  */
 const refreshProducts = (ids: string) => [
@@ -161,9 +162,9 @@ const refreshProducts = (ids: string) => [
 ]
 
 /**
- * The app's create-order transaction as a pgbench script: 1–3 lines taken in line-number
- * order (as the app takes them in id order, so that concurrent orders never deadlock),
- * each with the conditional decrement when its stock is tracked, the products' state
+ * The app's create-order transaction as a pgbench script: the lines' products locked (as the
+ * app locks them first, in id order), 1–3 lines taken in line-number order, each with the
+ * conditional decrement when its stock is tracked, the products' state
  * refreshed when stock was taken, the order row with nextval('order_number_seq'), the item
  * rows, the order_counts upsert and, with `feed` (as the app does), the change-log INSERT.
  * Without `feed` it measures what the events cost; `alternate`: with it in feed slices only
@@ -196,6 +197,7 @@ export function pgbenchScript (table: LineTable, apiKeyId: string, options: { fe
     '\\set customer random(1, 1000000)',
     `\\set tracked ${trackedLine('x')} or (:n >= 2 and ${trackedLine('y')}) or (:n >= 3 and ${trackedLine('z')})`,
     'BEGIN;',
+    `SELECT 1 FROM products WHERE id IN (SELECT b.product_id FROM ${chosen}) ORDER BY id FOR NO KEY UPDATE;`,
     ...stock('x', 'qx'),
     '\\if :n >= 2',
     ...stock('y', 'qy'),

@@ -25,7 +25,7 @@ import { sql } from 'drizzle-orm'
 import type { Discount } from '../lib/money.ts'
 import { execute, runStatement, statement, type Tx } from './client.ts'
 import { insertEvents } from './events.ts'
-import { PRODUCT_COLUMNS, discountJson, documentOf, renderDocuments, type ProductDocument, type ProductRow } from './products.ts'
+import { PRODUCT_COLUMNS, documentOf, renderDocuments, type ProductDocument, type ProductRow } from './products.ts'
 
 /** A set of ids as one uuid[] parameter: they passed the checks, so they hold no quote or comma. */
 const uuidArray = (ids: Iterable<string>) => `{${[...ids].join(',')}}`
@@ -138,31 +138,25 @@ export interface SellableRow {
   owner_available: boolean | null
 }
 
-// The order path's statements are rendered once, at load: their text never changes with the
+/** Sellable rows by `p:<product id>` and `c:<combination id>`. */
+export type Sellables = Map<string, SellableRow>
+
+// Statements of the order path are rendered once, at load: their text never changes with the
 // order (the lines go as array parameters) and nothing is built per call. Directly on
 // PostgreSQL postgres.js prepares each once per connection; behind a transaction pooler
-// (nothing prepared) PostgreSQL parses these short texts, and the stock loop's plans stay
-// cached in its function (take_stock) for the life of each server connection.
-const SELLABLES = statement(sql`
-    select p.id as product_id, null::uuid as combination_id, p.name, null::json as option_names, p.price::text as price,
-      ${discountJson('product_id', 'p.id')} as discount, p.quantity, p.is_available,
-      exists (select 1 from combinations c where c.product_id = p.id) as has_combinations, null::uuid as owner_id, null::boolean as owner_available
-    from products p where p.id = any($1::uuid[])
-    union all
-    select c.product_id, c.id, p.name,
-      (select json_agg(o.name order by co.position) from combination_options co join variant_options o on o.id = co.option_id
-            where co.combination_id = c.id),
-      c.price::text, coalesce(${discountJson('combination_id', 'c.id')}, ${discountJson('product_id', 'p.id')}),
-      c.quantity, c.is_available, false, c.product_id, p.is_available
-    from combinations c join products p on p.id = c.product_id where c.id = any($2::uuid[])`)
+// (nothing prepared) the plans of the functions they call (lock_sellables, take_stock) stay
+// cached for the life of each server connection.
+const LOCK_SELLABLES = statement(sql`select * from lock_sellables($1::uuid[], $2::uuid[], $3::boolean)`)
 
 /**
- * Every product and combination the lines name, in one round trip; keys `p:<id>` and `c:<id>`.
- * Read after the products' locks, so what it shows of stock is exact until the transaction ends.
+ * Every product and combination the lines name, in one round trip. With `lock`, the products
+ * are locked first (step 2 of the lock order) and read after it, so what the rows show of
+ * stock is exact until the transaction ends; a product that was none then is left out.
  */
-export async function loadSellables (tx: Tx, productIds: string[], combinationIds: string[]): Promise<Map<string, SellableRow>> {
-  const rows = await runStatement<SellableRow>(tx, SELLABLES, [uuidArray(productIds), uuidArray(combinationIds)])
-  return new Map(rows.map((r) => [r.combination_id ? `c:${r.combination_id}` : `p:${r.product_id}`, r]))
+export async function loadSellables (tx: Tx, productIds: string[], combinationIds: string[], lock: boolean): Promise<{ sellables: Sellables, locks: ProductLocks | null }> {
+  const rows = await runStatement<SellableRow>(tx, LOCK_SELLABLES, [uuidArray(productIds), uuidArray(combinationIds), lock])
+  const sellables: Sellables = new Map(rows.map((r) => [r.combination_id ? `c:${r.combination_id}` : `p:${r.product_id}`, r]))
+  return { sellables, locks: lock ? new ProductLocks(rows.filter((r) => r.combination_id === null).map((r) => r.product_id), productIds) : null }
 }
 
 export type StockOwner = 'products' | 'combinations'

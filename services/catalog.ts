@@ -116,7 +116,7 @@ const SWEEP_BATCH = 2000
 export async function markDiscountBoundaries (stock: StockKeeper, lookbackMs: number, now = new Date()): Promise<number> {
   return stock.run(async (shelf) => {
     const due = await findDiscountBoundaries(shelf.tx, now, lookbackMs)
-    const locks = await shelf.adopt(lockFreeLocks(shelf, now, due))
+    const locks = await shelf.adopt(() => lockFreeLocks(shelf, now, due))
     const moved = await touchDiscountBoundaries(shelf.tx, due.filter((id) => locks.has(id)), now, lookbackMs)
     await recordEvents(shelf.tx, moved.map((id) => ({ type: 'product.updated' as const, resourceId: id })))
     shelf.rewrite(locks.ids)
@@ -139,7 +139,7 @@ export async function renderMissingDocuments (stock: StockKeeper, batch = 500): 
   let total = 0
   for (;;) {
     const n = await stock.run(async (shelf) => {
-      const locks = await shelf.adopt(lockProductsToRender(shelf.tx, shelf.now, batch, { missing: true }))
+      const locks = await shelf.adopt(() => lockProductsToRender(shelf.tx, shelf.now, batch, { missing: true }))
       shelf.rewrite(locks.ids)
       return locks.ids.length
     })

@@ -58,8 +58,8 @@ export async function holdStock (stock: StockKeeper, input: HoldInput, now = new
     // A cheap look first; the exact count is taken again under the key's lock below.
     if (await countActive(shelf.tx, input.apiKeyId) >= MAX_ACTIVE_RESERVATIONS) throw apiError('reservation_limit_reached')
     // A test key's hold takes nothing, so it waits for no one's lock.
-    if (input.mode === 'live') await shelf.lock(request.lines.map((l) => l.productId))
-    const priced = await shelf.price('held', request.lines)
+    const sellables = await shelf.load(request.lines, { lock: input.mode === 'live' })
+    const priced = shelf.price('held', request.lines, sellables)
     await shelf.take(priced, input.mode)
     if (await lockAndCountActive(shelf.tx, input.apiKeyId) >= MAX_ACTIVE_RESERVATIONS) throw apiError('reservation_limit_reached')
     const reservation = await insertReservation(shelf.tx, {
@@ -87,25 +87,27 @@ function notActive (reservation: Pick<LockedReservation, 'status' | 'lapsed'>) {
   return apiError('reservation_not_active', `The reservation is ${status}${status === 'consumed' ? ' by an order' : '; hold the stock again'}`)
 }
 
-/**
- * Locks the key's reservation and its products (in the lock order: the products first) and
- * checks it is still active: 404 reservation_not_found, 409 reservation_not_active.
- * `alsoLock` adds the products of an order's own lines.
- */
-async function lockActive (shelf: Shelf, apiKeyId: string, id: string, alsoLock: string[] = []): Promise<ReservationRecord> {
-  // Its lines never change: read before the lock, to know which products to lock.
+/** The key's reservation with the products its lines name (read without a lock: they never change), else 404. */
+export async function findReservation (shelf: Shelf, apiKeyId: string, id: string): Promise<ReservationRecord & { productIds: string[] }> {
   const reservation = await findReservationForKey(shelf.tx, apiKeyId, id)
   if (reservation === null) throw apiError('reservation_not_found')
-  await shelf.lock([...reservation.items.map((i) => i.productId), ...alsoLock])
+  return { ...reservation, productIds: reservation.items.map((i) => i.productId) }
+}
+
+/**
+ * Locks the reservation's row (its products are locked already: the lock order) and checks it
+ * is still active, else 409 reservation_not_active.
+ */
+async function lockActive (shelf: Shelf, apiKeyId: string, id: string): Promise<void> {
   const locked = (await lockReservation(shelf.tx, apiKeyId, id, shelf.now))!
   // Past its expiresAt it is expired, swept or not: the sweep gives its units back.
   if (locked.status !== 'active' || locked.lapsed) throw notActive(locked)
-  return reservation
 }
 
 /** Releases the key's active reservation: its units are back when this returns. */
 export async function releaseReservation (stock: StockKeeper, apiKeyId: string, id: string, now = new Date()): Promise<void> {
   await stock.run(async (shelf) => {
+    await shelf.lock((await findReservation(shelf, apiKeyId, id)).productIds)
     await lockActive(shelf, apiKeyId, id)
     await shelf.freeHeld([id], { giveBack: true })
     await endReservations(shelf.tx, [id], 'released', now)
@@ -121,14 +123,14 @@ function totals (lines: ReadonlyArray<{ productId: string, combinationId: string
 }
 
 /**
- * For an order that names a reservation: locks the reservation with its products and the
- * order's, checks it (404 reservation_not_found, 409 reservation_not_active, 400
- * reservation_mismatch unless the lines add up to the same products, combinations and
- * quantities, in any order, split or merged), and answers what it holds per stock row. The
- * order then calls `consumeReservation`.
+ * For an order that names a reservation (found by `findReservation`, its products locked with
+ * the order's): locks it and checks it (409 reservation_not_active, 400 reservation_mismatch
+ * unless the lines add up to the same products, combinations and quantities, in any order,
+ * split or merged), and answers what it holds per stock row. The order then calls
+ * `consumeReservation`.
  */
-export async function reservationForOrder (shelf: Shelf, apiKeyId: string, reservationId: string, lines: OrderLine[]): Promise<HeldUnits> {
-  const reservation = await lockActive(shelf, apiKeyId, reservationId, lines.map((l) => l.productId))
+export async function reservationForOrder (shelf: Shelf, apiKeyId: string, reservation: ReservationRecord, lines: OrderLine[]): Promise<HeldUnits> {
+  await lockActive(shelf, apiKeyId, reservation.id)
   const reserved = totals(reservation.items)
   const ordered = totals(lines)
   for (const key of new Set([...reserved.keys(), ...ordered.keys()])) {
@@ -138,7 +140,7 @@ export async function reservationForOrder (shelf: Shelf, apiKeyId: string, reser
       throw apiError('reservation_mismatch', `The order's lines must hold what the reservation holds: ${what} is reserved ${reserved.get(key) ?? 0}, ordered ${ordered.get(key) ?? 0}`)
     }
   }
-  return shelf.heldBy(reservationId)
+  return shelf.heldBy(reservation.id)
 }
 
 /** The reservation is consumed by the order: what it held is sold. */

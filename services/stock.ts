@@ -11,7 +11,7 @@ import type { Database, Tx } from '../db/client.ts'
 import { claimIdempotencyKey, findIdempotencyRecord, storeIdempotentResponse, type IdempotencyRecord } from '../db/idempotency.ts'
 import {
   freeHeld, giveBackOrder, holdLines, insertHoldLines, loadSellables, lockProducts, ProductLocks, reapplyHolds, refreshProducts, rewriteDocuments,
-  setImportedStock, takeStock, type HoldLine, type ImportedStock, type SellableRow, type StockMove
+  setImportedStock, takeStock, type HoldLine, type ImportedStock, type SellableRow, type Sellables, type StockMove
 } from '../db/stock.ts'
 import { STOCK_RETRY } from '../config.ts'
 import { apiError, type ErrorDetail, type LineFailureReason } from '../errors.ts'
@@ -72,7 +72,7 @@ export function namedIds (lines: readonly OrderLine[]): [string[], string[]] {
  * invalid_item first; then every line that cannot be ordered (or held) is reported at once.
  * Units a reservation holds for these lines count as stock.
  */
-export function priceLines (verb: StockVerb, lines: readonly OrderLine[], sellables: Map<string, SellableRow>, now: Date, held: HeldUnits = new Map()): PricedLines {
+export function priceLines (verb: StockVerb, lines: readonly OrderLine[], sellables: Sellables, now: Date, held: HeldUnits = new Map()): PricedLines {
   lines.forEach((line, i) => {
     if (!sellables.has(`p:${line.productId}`)) throw apiError('invalid_item', `items[${i}].productId matches no product`)
   })
@@ -114,7 +114,7 @@ export function priceLines (verb: StockVerb, lines: readonly OrderLine[], sellab
 }
 
 /** The row a line orders (its combination, when it names one of its product's) and why it cannot be ordered, if it cannot. */
-function chooseRow (line: OrderLine, sellables: Map<string, SellableRow>): { row: SellableRow, problem?: [LineFailureReason, string] } {
+function chooseRow (line: OrderLine, sellables: Sellables): { row: SellableRow, problem?: [LineFailureReason, string] } {
   const product = sellables.get(`p:${line.productId}`)!
   if (line.combinationId !== null) {
     const combination = sellables.get(`c:${line.combinationId}`)
@@ -147,13 +147,13 @@ export class Shelf {
 
   /** Locks every product this write touches, in id order, at once (step 2 of the lock order). */
   async lock (productIds: Iterable<string>, options: { forDelete?: boolean } = {}): Promise<void> {
-    await this.adopt(lockProducts(this.tx, productIds, options))
+    await this.adopt(() => lockProducts(this.tx, productIds, options))
   }
 
-  /** Takes the locks another way (without waiting: the sweeps), once per write. */
-  async adopt (locking: Promise<ProductLocks>): Promise<ProductLocks> {
+  /** Takes the locks another way (without waiting: the sweeps); a write locks once. */
+  async adopt (locking: () => Promise<ProductLocks>): Promise<ProductLocks> {
     if (this.#locks !== null) throw new Error('a stock write locks its products once')
-    this.#locks = await locking
+    this.#locks = await locking()
     return this.#locks
   }
 
@@ -175,14 +175,24 @@ export class Shelf {
   }
 
   /**
-   * Prices the lines from the catalogue as it is now: exact for what is locked. Once products
-   * are locked, one that was none then (an import creating it meanwhile) is unknown to the
-   * order, as it was when the order locked.
+   * Reads the rows the lines are priced from. A write that takes stock (`lock`) locks their
+   * products (and `alsoLock`'s) first, in the same round trip: that is its one lock step. A
+   * test key's write reads without locking (it takes nothing, so it waits for no one).
    */
-  async price (verb: StockVerb, lines: readonly OrderLine[], held?: HeldUnits): Promise<PricedLines> {
+  async load (lines: readonly OrderLine[], options: { lock: boolean, alsoLock?: readonly string[] }): Promise<Sellables> {
     const [productIds, combinationIds] = namedIds(lines)
-    const locks = this.#locks
-    const sellables = await loadSellables(this.tx, locks === null ? productIds : productIds.filter((id) => locks.has(id)), combinationIds)
+    if (!options.lock) return (await loadSellables(this.tx, productIds, combinationIds, false)).sellables
+    let sellables: Sellables = new Map()
+    await this.adopt(async () => {
+      const loaded = await loadSellables(this.tx, [...new Set([...productIds, ...(options.alsoLock ?? [])])], combinationIds, true)
+      sellables = loaded.sellables
+      return loaded.locks!
+    })
+    return sellables
+  }
+
+  /** Prices the lines (exact for the products this write locked). */
+  price (verb: StockVerb, lines: readonly OrderLine[], sellables: Sellables, held?: HeldUnits): PricedLines {
     return priceLines(verb, lines, sellables, this.now, held)
   }
 

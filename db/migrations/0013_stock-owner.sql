@@ -20,3 +20,40 @@ BEGIN
   RETURN claimed;
 END
 $$;
+--> statement-breakpoint
+-- What an order or a hold is priced from, in one round trip: with `lock`, its products are
+-- locked first, in id order (the stock's lock order, see db/stock.ts), and the rows are read by
+-- a later statement, so they include every change committed to those products before the lock.
+-- Products that were not there to lock are left out: one an import creates meanwhile stays
+-- unknown to the transaction. PL/pgSQL keeps the plans per server connection, pooler or not.
+CREATE FUNCTION lock_sellables(product_ids uuid[], combination_ids uuid[], lock boolean)
+RETURNS TABLE (product_id uuid, combination_id uuid, name text, option_names json, price text, discount json, quantity integer,
+  is_available boolean, has_combinations boolean, owner_id uuid, owner_available boolean)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  locked uuid[] := product_ids;
+BEGIN
+  IF lock THEN
+    SELECT coalesce(array_agg(l.id), '{}') INTO locked
+    FROM (SELECT p.id FROM products p WHERE p.id = any(product_ids) ORDER BY p.id FOR NO KEY UPDATE) l;
+  END IF;
+  RETURN QUERY
+    SELECT p.id, null::uuid, p.name, null::json, p.price::text,
+      (SELECT json_build_object('type', d.type, 'value', d.value::text, 'startsAt', d.starts_at, 'endsAt', d.ends_at)
+        FROM discounts d WHERE d.product_id = p.id),
+      p.quantity, p.is_available, exists (SELECT 1 FROM combinations c WHERE c.product_id = p.id), null::uuid, null::boolean
+    FROM products p WHERE p.id = any(locked)
+    UNION ALL
+    SELECT c.product_id, c.id, p.name,
+      (SELECT json_agg(o.name ORDER BY co.position) FROM combination_options co JOIN variant_options o ON o.id = co.option_id
+        WHERE co.combination_id = c.id),
+      c.price::text,
+      coalesce((SELECT json_build_object('type', d.type, 'value', d.value::text, 'startsAt', d.starts_at, 'endsAt', d.ends_at)
+          FROM discounts d WHERE d.combination_id = c.id),
+        (SELECT json_build_object('type', d.type, 'value', d.value::text, 'startsAt', d.starts_at, 'endsAt', d.ends_at)
+          FROM discounts d WHERE d.product_id = p.id)),
+      c.quantity, c.is_available, false, c.product_id, p.is_available
+    FROM combinations c JOIN products p ON p.id = c.product_id WHERE c.id = any(combination_ids);
+END
+$$;
