@@ -32,6 +32,8 @@ export interface Database {
   close: () => Promise<void>
   /** 'transaction' when the connections go through a transaction-mode pooler. */
   pooler: Pooler
+  /** Whether catalogue reads may go to replicas (DATABASE_REPLICA_URLS). */
+  replicated: boolean
   /** The session connection to the primary that migrations use, when it is not the pool's own. */
   directUrl?: string | undefined
   /**
@@ -153,6 +155,7 @@ export async function openDatabase (options: OpenOptions): Promise<Database> {
       db,
       kind: 'postgres',
       pooler,
+      replicated: replicas.length > 0,
       directUrl: options.directUrl,
       ping: async () => { await client`select 1` },
       poolStats: async () => {
@@ -181,6 +184,7 @@ export async function openDatabase (options: OpenOptions): Promise<Database> {
       ping: async () => { await client.query('select 1') },
       poolStats: async () => ({ max: 1, open: 1, active: 0 }),
       pooler: 'none',
+      replicated: false,
       readCatalog: (_version, run) => countPrimary(reads, run(db)),
       readStats: () => ({ reads: Object.fromEntries(reads.reads), replicas: [] }),
       sampleReplicas: async () => [],

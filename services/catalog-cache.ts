@@ -47,6 +47,8 @@ export class CatalogCache {
   readonly #options: CatalogCacheOptions
   readonly #loading = new Map<string, Promise<unknown>>()
   #polledAt = 0
+  /** Moves with every change this instance learns of: a read begun before one is not kept. */
+  #generation = 0
 
   constructor (database: Database, options: CatalogCacheOptions) {
     this.#database = database
@@ -59,6 +61,7 @@ export class CatalogCache {
     if (state.resetVersion !== this.resetVersion || state.changed === null) {
       // A new reset version, the first poll, or more changed products than the poll reads.
       this.reads.clear()
+      this.#generation++
     } else if (state.changed.length > 0) {
       this.#drop(state.changed)
     }
@@ -79,16 +82,16 @@ export class CatalogCache {
     if (Date.now() - this.#polledAt >= this.#options.settleMs) return (await load())?.value ?? null
     const hit = this.reads.get(key)
     if (hit !== undefined) return hit as V
-    const versionBefore = this.version
+    const generationBefore = this.#generation
     // Concurrent misses of one key share one load (after an import every reader misses at
-    // once); the version is part of the key, so no one shares a load begun before a change.
-    const loadKey = `${versionBefore}\n${key}`
+    // once); the generation is part of the key, so no one shares a load begun before a change.
+    const loadKey = `${generationBefore}\n${key}`
     let pending = this.#loading.get(loadKey)
     if (pending === undefined) {
       const loadedAt = Date.now()
       pending = load().then((loaded) => {
         if (loaded === null) return null
-        if (this.version === versionBefore) this.reads.set(key, loaded.value, this.#expiry(loadedAt, loaded.changesAt), loaded.bytes, loaded.tags)
+        if (this.#generation === generationBefore) this.reads.set(key, loaded.value, this.#expiry(loadedAt, loaded.changesAt), loaded.bytes, loaded.tags)
         return loaded.value
       }).finally(() => this.#loading.delete(loadKey))
       this.#loading.set(loadKey, pending)
@@ -101,22 +104,27 @@ export class CatalogCache {
   }
 
   /**
-   * Call after a committed change to these products: this instance drops what shows them
-   * at once, and moves the catalogue version so no replica that may predate the change
-   * answers its reads; other instances drop them when the feed publishes their events.
+   * Call after a committed change to these products: this instance drops what shows them at
+   * once; other instances drop them when the feed publishes their events. With replicas it
+   * also moves the catalogue version in the database, so no replica that may predate the
+   * change answers this instance's reads (without, that round trip is spared).
    */
   async productsChanged (productIds: readonly string[]): Promise<void> {
-    this.#moveTo(await bumpCatalogVersion(this.#database.db))
+    if (this.#database.replicated) this.#moveTo(await bumpCatalogVersion(this.#database.db))
     this.#drop(productIds)
   }
 
   #drop (productIds: readonly string[]): void {
     for (const id of productIds) this.reads.dropTagged(productTag(id))
     this.reads.dropTagged(VOLATILE)
+    this.#generation++
   }
 
   // Only forward: a poll begun before this instance's own bump may answer after it.
   #moveTo (version: string): void {
-    if (this.version === '' || BigInt(version) > BigInt(this.version)) this.version = version
+    if (this.version === '' || BigInt(version) > BigInt(this.version)) {
+      this.version = version
+      this.#generation++
+    }
   }
 }
