@@ -7,7 +7,8 @@ import { negotiate } from '@fastify/accept-negotiator'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { invalidField } from '../../../errors.ts'
-import { documentedResponse, ref, withHeaders, type ResponseHeader } from '../../../schemas/common.ts'
+import { documentedResponse, ref, withHeaders, type ResponseExample, type ResponseHeader } from '../../../schemas/common.ts'
+import { RESPONSE_EXAMPLES } from '../../../schemas/examples.ts'
 import { ExportOrdersQuery, ExportProductsQuery, NDJSON, OrderExportLine, ProductExportLine } from '../../../schemas/export.ts'
 import { Order } from '../../../schemas/orders.ts'
 import { duration } from '../../../schemas/wording.ts'
@@ -26,9 +27,10 @@ const ORDER = ref(Order) as unknown as Record<string, unknown>
 // Every answer of an export, errors included: nothing to keep.
 const exportHeaders = (status: number): ResponseHeader[] => [...v1Headers(status), 'Cache-Control']
 
-function ndjsonResponse (description: string, line: ReturnType<typeof ref>) {
-  const { content: _json, ...documented } = documentedResponse(description, line, {}, [...exportHeaders(200), 'Changes-Cursor'])
-  return { ...documented, content: { [NDJSON]: { schema: line } } }
+/** The 200 of an export: its lines' schema and, as examples, its lines in order. */
+function ndjsonResponse (description: string, line: ReturnType<typeof ref>, examples: Record<string, ResponseExample>) {
+  const { content, ...documented } = documentedResponse(description, line, examples, [...exportHeaders(200), 'Changes-Cursor'])
+  return { ...documented, content: { [NDJSON]: content['application/json'] } }
 }
 
 const describe = (idleSeconds: number, record: string, get: string) => `One JSON object a line (\`${NDJSON}\`), each exactly what ${get} answers,
@@ -78,7 +80,7 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       request.log.info({ idleSeconds: config.EXPORT_IDLE_SECONDS }, 'export: the client read nothing for the idle timeout, disconnected')
       reply.raw.destroy()
     })
-    reply.type(NDJSON).header('changes-cursor', started.changesCursor).header('vary', 'Accept-Encoding')
+    reply.type(NDJSON).header('changes-cursor', started.changesCursor)
     if (gzip) reply.header('content-encoding', 'gzip')
     return reply.send(body)
   }
@@ -93,7 +95,7 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['Products'],
       querystring: ExportProductsQuery,
       response: {
-        200: ndjsonResponse('The products, one a line, then the closing line', ref(ProductExportLine)),
+        200: ndjsonResponse('The products, one a line, then the closing line', ref(ProductExportLine), RESPONSE_EXAMPLES.exportProducts),
         ...exportErrors(PRODUCT_PARAMETERS)
       }
     },
@@ -112,7 +114,7 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['Orders'],
       querystring: ExportOrdersQuery,
       response: {
-        200: ndjsonResponse('Your orders with their items, one a line, newest first, then the closing line', ref(OrderExportLine)),
+        200: ndjsonResponse('Your orders with their items, one a line, newest first, then the closing line', ref(OrderExportLine), RESPONSE_EXAMPLES.exportOrders),
         ...exportErrors(ORDER_PARAMETERS)
       }
     },
