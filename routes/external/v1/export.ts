@@ -7,6 +7,7 @@ import { negotiate } from '@fastify/accept-negotiator'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { invalidField } from '../../../errors.ts'
+import { whenIdle } from '../../../lib/idle-response.ts'
 import { documentedResponse, ref, withHeaders, type ResponseExample, type ResponseHeader } from '../../../schemas/common.ts'
 import { RESPONSE_EXAMPLES } from '../../../schemas/examples.ts'
 import { ExportOrdersQuery, ExportProductsQuery, NDJSON, OrderExportLine, ProductExportLine } from '../../../schemas/export.ts'
@@ -75,8 +76,7 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
     // Anything that stops the stream (the client gone, idle, a failure) reaches the export,
     // which stops reading and ends its transaction.
     const body: Readable = gzip ? pipeline(started.body, createGzip({ level: zlib.Z_BEST_SPEED }), () => {}) : started.body
-    // Nothing written for that long: the client stopped reading (or cannot keep up with one piece).
-    reply.raw.setTimeout(idleMs, () => {
+    whenIdle(reply.raw, idleMs, () => {
       request.log.info({ idleSeconds: config.EXPORT_IDLE_SECONDS }, 'export: the client read nothing for the idle timeout, disconnected')
       reply.raw.destroy()
     })
