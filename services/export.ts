@@ -59,6 +59,16 @@ interface RowSource<R> {
   lines: (tx: Tx, rows: R[], now: Date) => Promise<string[]>
 }
 
+/** `fn`, called at most once. */
+function once (fn: () => void): () => void {
+  let called = false
+  return () => {
+    if (called) return
+    called = true
+    fn()
+  }
+}
+
 function tooManyExports () {
   return apiError('rate_limit_exceeded', `At most ${EXPORTS_PER_KEY} exports at once per API key; retry when one has finished`, {
     headers: { 'retry-after': String(EXPORT_RETRY_AFTER_SECONDS) }
@@ -106,7 +116,10 @@ export class Exporter {
         clearTimeout(deadline)
         opened = true
         resolve({ changesCursor, body: outlet })
-      }).then(() => outlet.finish(), (err: unknown) => {
+      }).then(async (produced) => {
+        await outlet.send(produced.tail)
+        outlet.finish()
+      }).catch((err: unknown) => {
         clearTimeout(deadline)
         if (!opened) reject(err)
         // After the first byte a failure cuts the answer short (no closing line); a reader
@@ -128,9 +141,12 @@ export class Exporter {
     let spool: FileSpool | undefined
     try {
       spool = await FileSpool.create()
-      const changesCursor = await this.#produce(apiKeyId, source, spool, false, () => {})
+      const { changesCursor, tail } = await this.#produce(apiKeyId, source, spool, false, () => {})
+      await spool.send(tail)
       const body = spool.finish()
-      body.once('close', release)
+      // Free once everything is read (or the reader gone): before the client has the last line.
+      const released = once(release)
+      body.once('end', released).once('close', released)
       return { changesCursor, body }
     } catch (err) {
       await spool?.discard()
@@ -140,11 +156,13 @@ export class Exporter {
   }
 
   /**
-   * Reads the snapshot into `sink`: the rows' lines, then the closing line. `opened` is called
-   * once the first rows are read (what comes before is the part that may still answer an
-   * error). Resolves with the changes cursor.
+   * Reads the snapshot into `sink`: the rows' lines, but the last ones, which it resolves with
+   * (`tail`, the closing line with them) for the caller to send once the transaction has ended
+   * and its slot is free, so that a client that has the closing line may export again at once.
+   * `opened` is called once the first rows are read (what comes before is the part that may
+   * still answer an error).
    */
-  async #produce<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, fleetSlots: boolean, opened: (changesCursor: string) => void): Promise<string> {
+  async #produce<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, fleetSlots: boolean, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string }> {
     return this.#database.snapshot(async (tx) => {
       const now = new Date()
       const start = await startExport(tx, { apiKeyId, slots: fleetSlots ? EXPORTS_PER_KEY : null })
@@ -166,8 +184,7 @@ export class Exporter {
         }
         if (rows.length < BATCH_ROWS) break
       }
-      await sink.send(pending + exportEndLine(count, changesCursor))
-      return changesCursor
+      return { changesCursor, tail: pending + exportEndLine(count, changesCursor) }
     })
   }
 }
