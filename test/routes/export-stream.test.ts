@@ -7,10 +7,10 @@
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import type { App } from '../../app.ts'
-import { execute, openDatabase, type Database } from '../../db/client.ts'
+import { execute, openDatabase } from '../../db/client.ts'
 import { EXPORT_RETRY_AFTER_SECONDS } from '../../services/export.ts'
 import { seedPlainProducts, SocketExport } from '../export.ts'
-import { authHeaders, buildTestApp, createTestDatabase, expectError, makeKey, sleep, until, UNLIMITED, usingPostgres } from '../helper.ts'
+import { authHeaders, buildTestApp, createTestDatabase, expectError, makeKey, until, UNLIMITED, usingPostgres } from '../helper.ts'
 import { startTcpProxy } from '../tcp-proxy.ts'
 
 t.setTimeout(180_000)
@@ -115,13 +115,12 @@ t.test('two instances share the two slots of a key (PostgreSQL)', { skip: usingP
 t.test('the database lost: 503 before the first byte; after it, the body ends without the closing line (PostgreSQL)', { skip: usingPostgres ? false : 'needs TEST_DATABASE_URL' }, async (t) => {
   const target = new URL(databaseUrl!)
   const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
-  let proxied: Database | undefined
+  const proxied = await openDatabase({ url: proxy.urlFor(databaseUrl!), poolSize: 4 })
   t.teardown(async () => {
     await proxy.restore()
-    await proxied?.close()
+    await proxied.close()
     await proxy.close()
   })
-  proxied = await openDatabase({ url: proxy.urlFor(databaseUrl!), poolSize: 4 })
   // Keys are trusted from the instance's cache meanwhile, so only the export needs the database.
   const cut = await buildTestApp(t, { database: proxied, env: { ...env, KEY_CACHE_TTL_MS: '600000' }, contract: false })
   await cut.listen({ host: '127.0.0.1', port: 0 })
