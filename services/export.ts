@@ -38,7 +38,12 @@ const CHUNK_CHARS = 64 * 1024
 export interface ExportSettings {
   /** Longest the start (the snapshot and the first rows) may take before 503 service_unavailable. */
   openTimeoutMs: number
+  /** Exports reading the database at once on this instance (each holds a connection while it does); more answer 503. */
+  concurrency: number
 }
+
+/** What the 503 of an instance already running its most exports suggests waiting, in seconds. */
+export const EXPORT_BUSY_RETRY_AFTER_SECONDS = 5
 
 export interface StartedExport {
   /** The feed cursor the export is joined to (also the closing line's changesCursor). */
@@ -80,6 +85,8 @@ export class Exporter {
   readonly #settings: ExportSettings
   /** Exports running per key on this instance: PGlite's slots (one process holds the database). */
   readonly #running = new Map<string, number>()
+  /** Exports reading the database on this instance. */
+  #reading = 0
 
   constructor (database: Database, settings: ExportSettings) {
     this.#database = database
@@ -155,6 +162,21 @@ export class Exporter {
     }
   }
 
+  /** #read, within the instance's concurrency: an export holds a database connection until its snapshot is read. */
+  async #produce<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, fleetSlots: boolean, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string }> {
+    if (this.#reading >= this.#settings.concurrency) {
+      throw apiError('service_unavailable', 'This instance is running its most exports at once; retry shortly', {
+        headers: { 'retry-after': String(EXPORT_BUSY_RETRY_AFTER_SECONDS) }
+      })
+    }
+    this.#reading++
+    try {
+      return await this.#read(apiKeyId, source, sink, fleetSlots, opened)
+    } finally {
+      this.#reading--
+    }
+  }
+
   /**
    * Reads the snapshot into `sink`: the rows' lines, but the last ones, which it resolves with
    * (`tail`, the closing line with them) for the caller to send once the transaction has ended
@@ -162,7 +184,7 @@ export class Exporter {
    * `opened` is called once the first rows are read (what comes before is the part that may
    * still answer an error).
    */
-  async #produce<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, fleetSlots: boolean, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string }> {
+  async #read<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, fleetSlots: boolean, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string }> {
     return this.#database.snapshot(async (tx) => {
       const now = new Date()
       const start = await startExport(tx, { apiKeyId, slots: fleetSlots ? EXPORTS_PER_KEY : null })

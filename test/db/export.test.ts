@@ -33,7 +33,7 @@ async function eventsAfter (cursor: number): Promise<number[]> {
 
 /** The products export, read whole, as the service produces it. */
 async function exportProducts (filters: ProductFilters) {
-  const started = await new Exporter(database, { openTimeoutMs: 5000 }).products(reader.apiKeyId, filters)
+  const started = await new Exporter(database, { openTimeoutMs: 5000, concurrency: 4 }).products(reader.apiKeyId, filters)
   return parseExport(Buffer.concat(await started.body.toArray() as Buffer[]).toString('utf8'))
 }
 

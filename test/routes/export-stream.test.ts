@@ -1,14 +1,14 @@
 // Exports over real sockets, with a catalogue larger than what the kernel buffers between a
 // client and the server (12,000 products, about 10 MB): a client that stops reading holds the
 // server mid-stream, so what a stalled or departed client costs can be seen. Two at once per
-// key, a third refused (across instances on PostgreSQL); the idle disconnect; a client that
-// leaves; and, through a TCP proxy the test cuts, 503 before the first byte and a cut without
-// the closing line after it.
+// key, a third refused (across instances on PostgreSQL); the instance's own limit; the idle
+// disconnect, and a slow client that is not idle; a client that leaves; and, through a TCP
+// proxy the test cuts, 503 before the first byte and a cut without the closing line after it.
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import type { App } from '../../app.ts'
 import { execute, openDatabase } from '../../db/client.ts'
-import { EXPORT_RETRY_AFTER_SECONDS } from '../../services/export.ts'
+import { EXPORT_BUSY_RETRY_AFTER_SECONDS, EXPORT_RETRY_AFTER_SECONDS } from '../../services/export.ts'
 import { seedPlainProducts, SocketExport } from '../export.ts'
 import { authHeaders, buildTestApp, createTestDatabase, expectError, makeKey, until, UNLIMITED, usingPostgres } from '../helper.ts'
 import { startTcpProxy } from '../tcp-proxy.ts'
@@ -96,6 +96,20 @@ t.test('a client that reads nothing for EXPORT_IDLE_SECONDS is disconnected, wit
   const began = Date.now()
   t.equal(await slow.finish({ bytesPerSecond: 3 * 2 ** 20, piece: 32 * 1024 }), 'complete', 'a client reading slowly is not disconnected')
   t.equal(slow.end?.count, PRODUCTS, `every line, in ${Date.now() - began} ms`)
+})
+
+t.test('an instance reads at most EXPORT_CONCURRENCY exports at once; one more answers 503 with Retry-After (PostgreSQL)', { skip: usingPostgres ? false : 'PGlite reads an export whole before sending it: it holds the database only that long' }, async (t) => {
+  const narrow = await buildTestApp(t, { database, env: { ...env, EXPORT_CONCURRENCY: '1' }, contract: false })
+  await narrow.listen({ host: '127.0.0.1', port: 0 })
+  const reading = await held(narrow)
+  const { key: otherKey } = await makeKey(app)
+  const busy = await narrow.inject({ url: '/external/v1/orders/export', headers: authHeaders(otherKey) })
+  expectError(t, busy, 503, 'service_unavailable', { message: /most exports at once/ })
+  t.equal(busy.headers['retry-after'], String(EXPORT_BUSY_RETRY_AFTER_SECONDS))
+  t.equal((await narrow.inject({ url: '/external/v1/products?sku=Bulk-1', headers: authHeaders(otherKey) })).statusCode < 500, true, 'other reads go on')
+  t.equal((await app.inject({ url: '/external/v1/orders/export', headers: authHeaders(otherKey) })).statusCode, 200, 'another instance has its own')
+  t.equal(await reading.finish(), 'complete')
+  t.equal((await narrow.inject({ url: '/external/v1/orders/export', headers: authHeaders(otherKey) })).statusCode, 200, 'once it is read, the next one starts')
 })
 
 t.test('two instances share the two slots of a key (PostgreSQL)', { skip: usingPostgres ? false : 'PGlite is one instance' }, async (t) => {

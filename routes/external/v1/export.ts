@@ -66,7 +66,7 @@ function exportErrors (names: readonly string[]) {
 
 const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app
-  const exporter = new Exporter(app.database, { openTimeoutMs: config.HANDLER_TIMEOUT_MS })
+  const exporter = new Exporter(app.database, { openTimeoutMs: config.HANDLER_TIMEOUT_MS, concurrency: config.EXPORT_CONCURRENCY })
   const idleMs = config.EXPORT_IDLE_SECONDS * 1000
   // On send, so a refusal by the admission hook (401, 403, 429) carries it too.
   app.addHook('onSend', async (_request, reply) => { reply.header('cache-control', 'no-store') })
