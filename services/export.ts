@@ -119,7 +119,7 @@ export class Exporter {
         // The producer stops at its next send and rolls back.
         outlet.destroy()
       }, this.#settings.openTimeoutMs)
-      this.#produce(apiKeyId, source, outlet, true, (changesCursor) => {
+      this.#produce(apiKeyId, source, outlet, (changesCursor) => {
         clearTimeout(deadline)
         opened = true
         resolve({ changesCursor, body: outlet })
@@ -148,7 +148,7 @@ export class Exporter {
     let spool: FileSpool | undefined
     try {
       spool = await FileSpool.create()
-      const { changesCursor, tail } = await this.#produce(apiKeyId, source, spool, false, () => {})
+      const { changesCursor, tail } = await this.#produce(apiKeyId, source, spool, () => {})
       await spool.send(tail)
       const body = spool.finish()
       // Free once everything is read (or the reader gone): before the client has the last line.
@@ -163,7 +163,7 @@ export class Exporter {
   }
 
   /** #read, within the instance's concurrency: an export holds a database connection until its snapshot is read. */
-  async #produce<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, fleetSlots: boolean, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string }> {
+  async #produce<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string }> {
     if (this.#reading >= this.#settings.concurrency) {
       throw apiError('service_unavailable', 'This instance is running its most exports at once; retry shortly', {
         headers: { 'retry-after': String(EXPORT_BUSY_RETRY_AFTER_SECONDS) }
@@ -171,7 +171,7 @@ export class Exporter {
     }
     this.#reading++
     try {
-      return await this.#read(apiKeyId, source, sink, fleetSlots, opened)
+      return await this.#read(apiKeyId, source, sink, opened)
     } finally {
       this.#reading--
     }
@@ -184,10 +184,12 @@ export class Exporter {
    * `opened` is called once the first rows are read (what comes before is the part that may
    * still answer an error).
    */
-  async #read<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, fleetSlots: boolean, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string }> {
+  async #read<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string }> {
     return this.#database.snapshot(async (tx) => {
       const now = new Date()
-      const start = await startExport(tx, { apiKeyId, slots: fleetSlots ? EXPORTS_PER_KEY : null })
+      // The key's slots: advisory locks of this transaction, seen by every instance (on
+      // PGlite, counted by #spooled: its transaction ends before the answer is sent).
+      const start = await startExport(tx, { apiKeyId, slots: this.#database.kind === 'pglite' ? null : EXPORTS_PER_KEY })
       if (!start.slot) throw tooManyExports()
       const changesCursor = eventIdOf(start.position)
       await source.declare(tx)

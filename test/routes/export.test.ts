@@ -60,6 +60,11 @@ t.test('the catalogue: each line is GET product\'s body, in the list\'s order, t
   t.match(res.headers['changes-cursor'], /^evt_\d+$/)
   const again = await app.inject({ url: '/external/v1/products/export', headers: { ...authHeaders(key), 'if-none-match': '*' } })
   t.equal(again.statusCode, 200, 'If-None-Match does not apply: no 304')
+  for (let i = 0; i < 3; i++) {
+    const head = await app.inject({ method: 'HEAD', url: '/external/v1/products/export', headers: authHeaders(key) })
+    t.match(head, { statusCode: 200, body: '', headers: { 'content-type': 'application/x-ndjson', 'changes-cursor': /^evt_\d+$/ } }, 'HEAD: the headers, no body')
+  }
+  t.equal((await app.inject({ url: '/external/v1/products/export', headers: authHeaders(key) })).statusCode, 200, 'and it holds none of the key\'s two slots')
 })
 
 t.test('the list\'s filters select the same records as the list', async (t) => {

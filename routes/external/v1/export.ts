@@ -72,6 +72,12 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('onSend', async (_request, reply) => { reply.header('cache-control', 'no-store') })
 
   function send (request: FastifyRequest, reply: FastifyReply, started: StartedExport): FastifyReply {
+    reply.type(NDJSON).header('changes-cursor', started.changesCursor)
+    // HEAD: the answer's headers, without reading the export (Fastify would read it to its end).
+    if (request.method === 'HEAD') {
+      started.body.destroy()
+      return reply.send()
+    }
     const gzip = negotiate(request.headers['accept-encoding']?.toLowerCase() ?? '', ['gzip', 'identity']) === 'gzip'
     // Anything that stops the stream (the client gone, idle, a failure) reaches the export,
     // which stops reading and ends its transaction.
@@ -80,7 +86,6 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       request.log.info({ idleSeconds: config.EXPORT_IDLE_SECONDS }, 'export: the client read nothing for the idle timeout, disconnected')
       reply.raw.destroy()
     })
-    reply.type(NDJSON).header('changes-cursor', started.changesCursor)
     if (gzip) reply.header('content-encoding', 'gzip')
     return reply.send(body)
   }
