@@ -183,7 +183,7 @@ export const RESPONSE_HEADERS = {
     schema: { type: 'string', enum: ['true'] }
   },
   'Cache-Control': {
-    description: 'Reads are private to your key: `private, no-cache` (keep it, but send If-None-Match before using it again); order creation and refusals of order requests say `no-store`',
+    description: 'Reads are private to your key: `private, no-cache` (keep it, but send If-None-Match before using it again); order creation, refusals of order requests and exports say `no-store`',
     schema: { type: 'string', enum: ['private, no-cache', 'no-store'] }
   },
   'Changes-Cursor': {
