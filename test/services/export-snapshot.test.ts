@@ -145,8 +145,9 @@ t.test('a copy rebuilt from the exports and the feed is the store, every record 
   ])
 
   // The exports: the catalogue on one instance, the key's orders on the other; each client
-  // reads a little, then stops while the writes go on, then reads to the end.
-  await sleep(300)
+  // reads a little, then stops while the writes go on, then reads to the end. A second of
+  // writes first, so the exports hold orders, and changes made before them.
+  await sleep(1000)
   const products = await SocketExport.open(`${base(one)}/external/v1/products/export`, authHeaders(key), { keep: true })
   const orders = await SocketExport.open(`${base(two)}/external/v1/orders/export`, authHeaders(key), { keep: true })
   t.equal(products.status, 200)
