@@ -76,7 +76,7 @@ export class FileSpool implements TextSink {
   }
 
   /** Everything sent, from its start, as a stream that closes the file when it ends or is destroyed. */
-  finish (): Readable {
+  readBack (): Readable {
     const handle = this.#take()
     return handle.createReadStream({ start: 0, highWaterMark: 64 * 1024 })
   }

@@ -150,7 +150,7 @@ export class Exporter {
       spool = await FileSpool.create()
       const { changesCursor, tail } = await this.#produce(apiKeyId, source, spool, () => {})
       await spool.send(tail)
-      const body = spool.finish()
+      const body = spool.readBack()
       // Free once everything is read (or the reader gone): before the client has the last line.
       const released = once(release)
       body.once('end', released).once('close', released)
