@@ -81,6 +81,9 @@ export const ConfigSchema = Type.Object({
   DISCOUNT_SWEEP_MS: Type.Integer({ default: 30000, minimum: 100, maximum: 60000, description: 'How often products whose discount window opened or closed get a new updatedAt (at most a minute late)' }),
   DISCOUNT_SWEEP_LOOKBACK_MS: Type.Integer({ default: 86400000, minimum: 60000, description: 'How far back the discount sweep looks for boundaries it may have missed (instances down, a restart)' }),
 
+  EXPORT_CONCURRENCY: Type.Integer({ default: 4, minimum: 1, maximum: 1000, description: 'Exports each instance reads at once, each holding one database connection (behind a transaction pooler, one server connection) until it has read its snapshot, about as long as its client reads; more answer 503 with Retry-After. Keep it below DB_POOL_SIZE' }),
+  EXPORT_IDLE_SECONDS: Type.Integer({ default: 60, minimum: 1, maximum: 86400, description: 'An export (GET …/products/export, …/orders/export) whose client reads nothing for this long is disconnected, without its last line' }),
+
   EVENT_PUBLISH_MS: Type.Integer({ default: 50, minimum: 5, description: 'How often committed change events are published to the changes feed' }),
   CHANGES_RETENTION_DAYS: Type.Integer({ default: 30, minimum: 1, description: 'How long the changes feed keeps events; an older cursor answers 410 cursor_expired' }),
   CHANGES_PRUNE_MS: Type.Integer({ default: 600000, minimum: 1000, description: 'How often events past their retention are deleted' }),

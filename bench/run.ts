@@ -29,12 +29,18 @@
 //   feed:         feed-read, feed-read-500, feed-sequential (`changes` names the group too)
 //   order-create: order-create-raw-nofeed, order-create-raw, order-create, order-create-webhooks
 //   orders:       order-reads and order-create
+//   export:       products-export-floor, products-export, orders-export-floor, orders-export
 // crawl-cursor and feed-sequential are fixed pieces of work (the whole product list by
 // cursor, the whole feed from its start, one request at a time on one connection): they run
 // once a run, without warm-up, whatever --duration says. The feed scenarios read a feed of
 // --events N published events (200,000; --quick 20,000) written before the app starts
 // (bench/feed.ts). order-create-raw is the app's transaction with its change_events INSERT,
 // order-create-raw-nofeed the same without it: their ratio is what the events cost.
+// products-export reads GET /external/v1/products/export to its last line on one connection,
+// orders-export the bench key's orders likewise (PostgreSQL: the bulk-filled orders); each
+// runs once a run beside its floor, a bare COPY of the same rows to a postgres.js client
+// (bench/exports.ts), and its ratio is the floor's time ÷ its own. The app's RSS during each
+// is its memory while it streams.
 // order-create-webhooks is order-create's load with 3 webhook endpoints subscribed to every
 // event, each a local receiver (bench/receivers.ts, one child process); after the load the
 // bench waits (up to a minute) for every event published meanwhile to reach every receiver,
@@ -71,13 +77,14 @@ import {
 } from './orders.ts'
 import { backendCpu, backendCpuByPhase, cpuTimeOf, memoryOf, serveNodeFlags, startAppServer, startBareServer, type Runtime, type Server } from './processes.ts'
 import {
-  SCENARIOS, catalogueScenarios, crawlScenario, feedScenarios, orderCreateScenarios, orderReadScenarios, selectScenarios, type ListFilter, type Scenario, type ScenarioGroup
+  SCENARIOS, catalogueScenarios, crawlScenario, exportScenarios, feedScenarios, orderCreateScenarios, orderReadScenarios, selectScenarios, type ListFilter, type Scenario, type ScenarioGroup
 } from './scenarios.ts'
 import { seedFeed, type SeededFeed } from './feed.ts'
 import { seedStore } from './seed.ts'
 import { fillRendered } from './rendered.ts'
 import { setUpWebhooks } from './webhooks.ts'
 import { CRAWL_ENDS, crawlByCursor, readFeedFromStart } from './sequential.ts'
+import { PRODUCT_DOCUMENTS_COPY, copyToClient, orderDocumentsCopy, readWholeExport } from './exports.ts'
 
 const { values: args } = parseArgs({
   options: {
@@ -150,7 +157,9 @@ const AIMS = {
   /** …and every event reaches every endpoint, 99% of the deliveries within this long of the change. */
   webhookP99Ms: 1000,
   /** One instance's deliveries a second in the burst (3 endpoints answering 204 at once). */
-  webhookDeliveriesPerSecond: 2000
+  webhookDeliveriesPerSecond: 2000,
+  /** products-export ÷ products-export-floor, orders-export ÷ orders-export-floor: the floor's time ÷ the export's. */
+  exportRatio: 0.7
 }
 const P99_AIMED = ['list-filtered', 'search', 'orders-page-1', 'orders-deep', 'orders-number', 'orders-name']
 /** order-create-webhooks: its endpoints (each a receiver), and the longest wait for their deliveries once the load is worked off. */
@@ -422,6 +431,17 @@ function judgeAims (results: Record<string, Figures>, peakRssMb: number): AimRes
       met: hooked.burstDeliveriesPerSecond >= AIMS.webhookDeliveriesPerSecond && hooked.burstDelivered === hooked.burstEvents! * WEBHOOK_RECEIVERS
     })
   }
+  for (const scenario of ['products-export', 'orders-export']) {
+    const f = results[scenario]
+    if (f?.extra === undefined) continue
+    const complete = f.extra.complete === 1
+    aims.push({
+      scenario,
+      aim: `every record and the closing line${f.ratio === undefined ? '' : `, ≥ ${AIMS.exportRatio} of ${scenario}-floor (its time ÷ the export's)`}`,
+      value: `${complete ? 'complete' : 'INCOMPLETE'}${f.ratio === undefined ? '' : `, ${f.ratio.toFixed(2)}`}`,
+      met: complete && (f.ratio === undefined || f.ratio >= AIMS.exportRatio)
+    })
+  }
   const crawl = results['crawl-cursor']?.extra
   if (crawl) {
     const complete = crawl.missing === 0 && crawl.duplicates === 0
@@ -454,6 +474,13 @@ function extraNotes (name: string, f: Figures): string {
       return `${num(x.pages!)} pages, ${num(x.items!)} products in ${num(x.seconds!, 1)} s; page latency first ${CRAWL_ENDS} ${ms(x.firstMedianMs!)} ms, last ${CRAWL_ENDS} ${ms(x.lastMedianMs!)} ms (medians; means ${ms(x.firstMeanMs!)} / ${ms(x.lastMeanMs!)})`
     case 'feed-sequential':
       return `${num(x.events!)} events in ${num(x.pages!)} pages, ${num(x.seconds!, 1)} s: ${num(x.eventsPerSecond!)} events/s`
+    case 'products-export':
+    case 'orders-export':
+      return `${num(x.records!)} records, ${num(x.bytes! / MB, 1)} MB in ${num(x.seconds!, 2)} s (${num(x.mbPerSecond!, 1)} MB/s), first byte after ${ms(x.firstByteMs!)} ms` +
+        `${f.appRssMb === undefined ? '' : `, app RSS at most ${num(f.appRssMb)} MB meanwhile`}`
+    case 'products-export-floor':
+    case 'orders-export-floor':
+      return `${num(x.lines!)} rows, ${num(x.bytes! / MB, 1)} MB in ${num(x.seconds!, 2)} s (${num(x.mbPerSecond!, 1)} MB/s)`
     case 'order-create-raw':
       return x.eventDbCpuMs === undefined ? '' : `the events: ${x.eventDbCpuMs >= 0 ? '+' : ''}${num(x.eventDbCpuMs, 2)} ms of db CPU per order`
     case 'order-create':
@@ -541,12 +568,15 @@ async function main () {
     selected.delete('order-create-raw')
     for (const s of SCENARIOS) if (s.group === 'order-reads') selected.delete(s.name)
   }
-  const ordersWanted = pg !== null && wants('order-reads') && settings.orders > 0
-  if (pg && wants('order-reads') && settings.orders === 0) {
-    for (const s of SCENARIOS) if (s.group === 'order-reads') selected.delete(s.name)
-    log('order reads: --orders 0, skipped')
+  const ordersWanted = pg !== null && (wants('order-reads') || selected.has('orders-export')) && settings.orders > 0
+  if (pg && (wants('order-reads') || selected.has('orders-export')) && settings.orders === 0) {
+    for (const s of SCENARIOS) if (s.group === 'order-reads' || s.name.startsWith('orders-export')) selected.delete(s.name)
+    log('order reads and orders-export: --orders 0, skipped')
   }
-  if (!pg) for (const name of ['order-create-raw-nofeed', 'order-create-min', 'db-product', 'db-list']) selected.delete(name)
+  if (!pg) {
+    if (selected.has('orders-export')) log('orders-export: it needs PostgreSQL for the bulk-filled orders; skipped (products-export runs, without its COPY floor)')
+    for (const name of ['order-create-raw-nofeed', 'order-create-min', 'db-product', 'db-list', 'products-export-floor', 'orders-export-floor', 'orders-export']) selected.delete(name)
+  }
   if (wants('feed') && settings.events === 0) {
     for (const s of SCENARIOS) if (s.group === 'feed') selected.delete(s.name)
     log('feed: --events 0, skipped')
@@ -767,7 +797,22 @@ async function main () {
         : undefined
       orderCreate = orderCreateScenarios({ body: orderBody, lines: orderLines.length, trackedLines: orderLines.filter((l) => l.tracked).length, ...(raw ? { raw } : {}), ...(minimal ? { minimal } : {}), ...(webhooks ? { webhooks } : {}) })
     }
-    scenarios = [...catalogue, ...orderReads, ...feedReads, ...orderCreate].filter((s) => selected.has(s.name))
+    const exports = exportScenarios({
+      products: settings.products,
+      readProducts: () => readWholeExport({ baseUrl: app.server.baseUrl, path: '/external/v1/products/export', headers: appHeaders, expected: bench.productIds.length }),
+      ...(pg ? { copyProducts: () => copyToClient(pg.url, PRODUCT_DOCUMENTS_COPY) } : {}),
+      ...(pg && bulk
+        ? {
+            orders: {
+              count: bulk.benchCount,
+              // Orders placed by order-create meanwhile count too: the export's closing line is checked against the key's list.
+              read: async () => readWholeExport({ baseUrl: app.server.baseUrl, path: '/external/v1/orders/export', headers: appHeaders, expected: (await getJson<OrderPage>(app.server, '/external/v1/orders', app.key)).total }),
+              copy: () => copyToClient(pg.url, orderDocumentsCopy(benchKeyId))
+            }
+          }
+        : {})
+    })
+    scenarios = [...catalogue, ...orderReads, ...feedReads, ...exports, ...orderCreate].filter((s) => selected.has(s.name))
     if (run === 1) for (const s of scenarios) log(`  ${s.name.padEnd(NAME_WIDTH)} ${s.description}`)
 
     const results = await runScenarios({ scenarios, app: app.server, key: app.key, bare, monitor, localDatabase, run, appRss: memory.sinceMark })

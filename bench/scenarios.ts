@@ -8,7 +8,7 @@
 import { PAGE_SIZE } from '../schemas/common.ts'
 import type { LoadResult, RequestSpec, SequenceStep } from './load.ts'
 
-export type ScenarioGroup = 'catalogue' | 'order-reads' | 'feed' | 'order-create'
+export type ScenarioGroup = 'catalogue' | 'order-reads' | 'feed' | 'order-create' | 'export'
 
 export interface Scenario {
   name: string
@@ -344,6 +344,60 @@ export function orderReadScenarios (fixture: OrderReadFixture): Scenario[] {
   ]
 }
 
+export interface ExportFixture {
+  products: number
+  /** The whole products export read to its last line by one client (bench/exports.ts readWholeExport). */
+  readProducts: () => Promise<LoadResult>
+  /** Its floor, a COPY of the stored documents to a client; absent without PostgreSQL. */
+  copyProducts?: () => Promise<LoadResult>
+  /** The bench key's orders, likewise; absent without the bulk-filled orders (PostgreSQL). */
+  orders?: { count: number, read: () => Promise<LoadResult>, copy: () => Promise<LoadResult> }
+}
+
+/** The exports, each beside its floor: a bare COPY of the same rows to a client, in the same run. */
+export function exportScenarios (fixture: ExportFixture): Scenario[] {
+  const scenarios: Scenario[] = []
+  if (fixture.copyProducts) {
+    scenarios.push({
+      name: 'products-export-floor',
+      group: 'export',
+      server: 'raw',
+      fixed: true,
+      description: `floor: COPY (the stored documents of all ${thousands(fixture.products)} products, in the list's order) TO STDOUT, read by one postgres.js client`,
+      run: fixture.copyProducts
+    })
+  }
+  scenarios.push({
+    name: 'products-export',
+    group: 'export',
+    server: 'app',
+    fixed: true,
+    description: `GET /external/v1/products/export read to its last line by one client: all ${thousands(fixture.products)} products, one snapshot; ratio: the floor's time ÷ its time`,
+    ...(fixture.copyProducts ? { baseline: 'products-export-floor' } : {}),
+    run: fixture.readProducts
+  })
+  if (fixture.orders) {
+    const { count, read, copy } = fixture.orders
+    scenarios.push({
+      name: 'orders-export-floor',
+      group: 'export',
+      server: 'raw',
+      fixed: true,
+      description: `floor: COPY (the bench key's ${thousands(count)} orders with their items as JSON built by PostgreSQL, newest first) TO STDOUT, read by one postgres.js client`,
+      run: copy
+    }, {
+      name: 'orders-export',
+      group: 'export',
+      server: 'app',
+      fixed: true,
+      description: `GET /external/v1/orders/export read to its last line by one client: the bench key's ${thousands(count)} orders with their items; ratio: the floor's time ÷ its time`,
+      baseline: 'orders-export-floor',
+      run: read
+    })
+  }
+  return scenarios
+}
+
 /** Names `--only` takes besides the scenarios' own: whole groups. */
 export const SCENARIO_GROUPS: Record<string, ScenarioGroup[]> = {
   catalogue: ['catalogue'],
@@ -352,7 +406,9 @@ export const SCENARIO_GROUPS: Record<string, ScenarioGroup[]> = {
   'order-reads': ['order-reads'],
   'order-create': ['order-create'],
   feed: ['feed'],
-  changes: ['feed']
+  changes: ['feed'],
+  export: ['export'],
+  exports: ['export']
 }
 
 /** "List Filtered", "list filtered" and "list_filtered" all name list-filtered. */
@@ -384,7 +440,11 @@ export const SCENARIOS: ScenarioInfo[] = [
   { name: 'order-create-min', group: 'order-create' },
   { name: 'order-create', group: 'order-create', baseline: 'order-create-raw', ceilings: ['order-create-min'] },
   { name: 'order-create-webhooks', group: 'order-create', baseline: 'order-create' },
-  { name: 'hold-then-order', group: 'order-create', baseline: 'order-create' }
+  { name: 'hold-then-order', group: 'order-create', baseline: 'order-create' },
+  { name: 'products-export-floor', group: 'export' },
+  { name: 'products-export', group: 'export', baseline: 'products-export-floor' },
+  { name: 'orders-export-floor', group: 'export' },
+  { name: 'orders-export', group: 'export', baseline: 'orders-export-floor' }
 ]
 
 /**

@@ -9,7 +9,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
-import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
+import { drizzle as drizzlePostgres, PostgresJsSession, PostgresJsTransaction } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import { DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS, replicaUrls, type Config } from '../config.ts'
@@ -42,6 +42,12 @@ export interface Database {
    * `catalogVersion` is the version the caller's cache is keyed on.
    */
   readCatalog: <T>(catalogVersion: string, run: (db: Db) => Promise<T>) => Promise<T>
+  /**
+   * Runs `run` in one READ ONLY, REPEATABLE READ transaction on the primary: every statement
+   * in it reads the one snapshot its first statement took. Behind a transaction pooler too:
+   * the isolation goes with BEGIN itself, before the timeouts set inside the transaction.
+   */
+  snapshot: <T>(run: (tx: Tx) => Promise<T>) => Promise<T>
   /** Catalogue reads answered by each database (`primary`, `replica1`…) and each replica's state. */
   readStats: () => { reads: Record<string, number>, replicas: ReplicaStatus[] }
   /**
@@ -165,6 +171,10 @@ export async function openDatabase (options: OpenOptions): Promise<Database> {
         return { max, open: row!.open, active: Math.max(0, row!.active) }
       },
       readCatalog: (catalogVersion, run) => replicas.length === 0 ? countPrimary(replicaSet, run(db)) : replicaSet.read(db, catalogVersion, run),
+      // The isolation goes in BEGIN: Drizzle would set it by a statement of its own, which
+      // must come first, and behind a pooler the timeouts' statement already has.
+      snapshot: async (run) => sessionless(client, clientOptions).begin('isolation level repeatable read read only',
+        (tx) => run(new PostgresJsTransaction(dialect, new PostgresJsSession(tx as unknown as postgres.Sql, dialect, undefined) as never, undefined) as unknown as Tx)) as never,
       readStats: () => ({ reads: Object.fromEntries(replicaSet.reads), replicas: replicaSet.status() }),
       sampleReplicas: async () => replicas.length === 0 ? [] : replicaSet.sample(),
       close: async () => {
@@ -186,6 +196,7 @@ export async function openDatabase (options: OpenOptions): Promise<Database> {
       pooler: 'none',
       replicated: false,
       readCatalog: (_version, run) => countPrimary(reads, run(db)),
+      snapshot: (run) => db.transaction(run, { isolationLevel: 'repeatable read', accessMode: 'read only' }),
       readStats: () => ({ reads: Object.fromEntries(reads.reads), replicas: [] }),
       sampleReplicas: async () => [],
       close: async () => {

@@ -212,9 +212,9 @@ export async function renderDocuments (db: Tx, ids: readonly string[], now: Date
   return rows.map((row) => documentOf(row, now))
 }
 
-interface DocumentRow { id: string, body: string | null, etag: string | null, changes_at: number | null }
+export interface DocumentRow { id: string, body: string | null, etag: string | null, changes_at: number | null }
 
-const DOCUMENT_COLUMNS = sql`d.body, d.etag, (extract(epoch from d.price_changes_at) * 1000)::float8 as changes_at`
+export const DOCUMENT_COLUMNS = sql`d.body, d.etag, (extract(epoch from d.price_changes_at) * 1000)::float8 as changes_at`
 
 /**
  * The documents of rows read beside them, in their order. One whose price has changed since
@@ -222,7 +222,7 @@ const DOCUMENT_COLUMNS = sql`d.body, d.etag, (extract(epoch from d.price_changes
  * that is missing (written before the read model), is rendered now from the rows of the same
  * database, so a replica answers exactly too without writing anything.
  */
-async function documentsOf (db: Tx, rows: DocumentRow[], now: Date): Promise<ProductDocument[]> {
+export async function documentsOf (db: Tx, rows: DocumentRow[], now: Date): Promise<ProductDocument[]> {
   const stale = rows.filter((r) => r.body === null || (r.changes_at !== null && r.changes_at <= now.getTime())).map((r) => r.id)
   const rendered = new Map((await renderDocuments(db, stale, now)).map((d) => [d.id, d]))
   return rows.flatMap((r): ProductDocument[] => {

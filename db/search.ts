@@ -6,7 +6,7 @@
 // (PostgreSQL cannot count a bitmap scan without reading the rows, and a substring match is
 // always rechecked). That one pass gives both the total and, sorted by the row's own sort key,
 // the page: the cost is the number of matches, whatever the page.
-import { sql } from 'drizzle-orm'
+import { sql, type SQL } from 'drizzle-orm'
 import type { ListWindow, SortKey } from '../schemas/common.ts'
 import { containing, execute, type Tx } from './client.ts'
 import { whereClause, type ProductFilters } from './product-filters.ts'
@@ -28,12 +28,7 @@ interface MatchRow { total: number, id: string | null, sort_name: string | null 
  * filter, by lower(name) then id, with the number of them.
  */
 export async function findSearchMatches (db: Tx, query: string, filters: Omit<ProductFilters, 'query'>, window: ListWindow): Promise<SearchMatches> {
-  const others = whereClause(filters)
-  // Other filters join the products; without them the products are not read at all.
-  const matches = others === null
-    ? sql`select s.product_id as id, s.sort_name from product_search s where s.search_text like ${containing(query.toLowerCase())}`
-    : sql`select s.product_id as id, s.sort_name from product_search s join products p on p.id = s.product_id
-          where s.search_text like ${containing(query.toLowerCase())} and ${others}`
+  const matches = searchMatches(query, filters)
   const after = window.after === null ? sql`true` : sql`(sort_name, id) > (${window.after[0]}, ${window.after[1]}::uuid)`
   const rows = await execute<MatchRow>(db, sql`
     with matches as materialized (${matches}),
@@ -49,4 +44,17 @@ export async function findSearchMatches (db: Tx, query: string, filters: Omit<Pr
     next: found.length > window.limit && last ? [last.sort_name, last.id] : null,
     total: rows[0]?.total ?? 0
   }
+}
+
+/**
+ * The products matching `query` and every other filter, as rows `(id, sort_name)` in no
+ * order (sort_name is lower(name): the list orders by it, then id).
+ */
+export function searchMatches (query: string, filters: Omit<ProductFilters, 'query'>): SQL {
+  const others = whereClause(filters)
+  // Other filters join the products; without them the products are not read at all.
+  return others === null
+    ? sql`select s.product_id as id, s.sort_name from product_search s where s.search_text like ${containing(query.toLowerCase())}`
+    : sql`select s.product_id as id, s.sort_name from product_search s join products p on p.id = s.product_id
+          where s.search_text like ${containing(query.toLowerCase())} and ${others}`
 }

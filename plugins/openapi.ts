@@ -5,6 +5,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import { retryScheduleMs, type Config } from '../config.ts'
 import { changeSchemas } from '../schemas/changes.ts'
 import { ErrorBody, RESPONSE_HEADERS } from '../schemas/common.ts'
+import { exportSchemas } from '../schemas/export.ts'
 import { PARAMETER_EXAMPLES } from '../schemas/examples.ts'
 import { orderSchemas } from '../schemas/orders.ts'
 import { productSchemas } from '../schemas/products.ts'
@@ -62,7 +63,7 @@ a delivery may come more than once. Answer 2xx within ${timeout}; anything else 
   }
 }
 
-export const sharedSchemas = [ErrorBody, ...productSchemas, ...orderSchemas, ...changeSchemas, ...webhookSchemas, ...reservationSchemas]
+export const sharedSchemas = [ErrorBody, ...productSchemas, ...orderSchemas, ...changeSchemas, ...webhookSchemas, ...reservationSchemas, ...exportSchemas]
 
 interface Operation {
   operationId?: string

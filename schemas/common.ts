@@ -183,8 +183,13 @@ export const RESPONSE_HEADERS = {
     schema: { type: 'string', enum: ['true'] }
   },
   'Cache-Control': {
-    description: 'Reads are private to your key: `private, no-cache` (keep it, but send If-None-Match before using it again); order creation and refusals of order requests say `no-store`',
+    description: 'Reads are private to your key: `private, no-cache` (keep it, but send If-None-Match before using it again); order creation, refusals of order requests and exports say `no-store`',
     schema: { type: 'string', enum: ['private, no-cache', 'no-store'] }
+  },
+  'Changes-Cursor': {
+    description: 'Of an export: where to start following the changes feed (`after`) so that no change the export does not show is missed; the same as its last line\'s changesCursor',
+    required: true,
+    schema: { type: 'string', maxLength: 1000, examples: ['evt_1042'] }
   },
   ETag: {
     description: 'The version of this body: send it back as If-None-Match and an unchanged answer is 304 with no body. It changes whenever the body would, also when a discount starts or ends',

@@ -56,10 +56,20 @@ export const PARAMETER_EXAMPLES: Record<string, Record<string, string | number>>
     updatedSince: '2026-01-01T00:00:00Z'
   },
   getProduct: { id: 'd3e00000-0000-4000-8000-000000000020' },
+  exportProducts: {
+    query: 'yirgacheffe',
+    isAvailable: 'true',
+    categoryIds: 'ca7e6000-0000-4000-8000-000000000001,ca7e6000-0000-4000-8000-000000000002',
+    brandIds: 'b7a4d000-0000-4000-8000-000000000001',
+    barcode: '4006381000017',
+    sku: 'COF-ETH-250',
+    updatedSince: '2026-01-01T00:00:00Z'
+  },
   listCategories: { page: 1 },
   listBrands: { page: 1 },
   listOrders: { query: 'Ada', page: 1, updatedSince: '2026-01-01T00:00:00Z' },
   getOrder: { orderNumberOrId: '100001' },
+  exportOrders: { query: 'Ada', updatedSince: '2026-01-01T00:00:00Z' },
   // A test key's first order, as the create example makes it with that key.
   setTestOrderStatus: { orderNumberOrId: 'T100001' },
   listChanges: { after: 'evt_0', limit: 100 },
@@ -221,11 +231,20 @@ const RESERVATION = {
 export const RESPONSE_EXAMPLES = {
   listProducts: { yirgacheffe: { summary: 'Every filter at once, as the parameter examples send them', value: YIRGACHEFFE_PAGE } },
   getProduct: { tumbler: { summary: 'A product with combinations', value: TUMBLER } },
+  // An export's examples are its lines, in order.
+  exportProducts: {
+    product: { summary: 'A product line (every filter at once, as the parameter examples send them, find one)', value: YIRGACHEFFE_PAGE.items[0] },
+    end: { summary: 'The last line', value: { exportEnd: { count: 1, changesCursor: 'evt_1042' } } }
+  },
   listCategories: { demo: { summary: 'The demo store\'s categories', value: CATEGORIES } },
   listBrands: { demo: { summary: 'The demo store\'s brands', value: BRANDS } },
   createOrder: { created: { summary: 'The order the request example creates in a fresh demo store', value: ORDER_SUMMARY } },
   listOrders: { ada: { summary: 'Your orders for Ada, as the parameter examples ask', value: { items: [ORDER_SUMMARY], page: 1, pageSize: 25, total: 1, nextCursor: null } } },
   getOrder: { byNumber: { summary: 'Order 100001, as the parameter example asks', value: ORDER } },
+  exportOrders: {
+    order: { summary: 'An order line: your orders for Ada, as the parameter examples ask', value: ORDER },
+    end: { summary: 'The last line', value: { exportEnd: { count: 1, changesCursor: 'evt_1042' } } }
+  },
   setTestOrderStatus: { confirmed: { summary: 'A test key\'s order T100001, confirmed', value: { ...ORDER, orderNumber: 'T100001', mode: 'test', status: 'confirmed' } } },
   listChanges: { events: { summary: 'A product changed, then an order was confirmed', value: FEED } },
   createWebhook: { created: { summary: 'An endpoint for order events', value: { ...ENDPOINT, secret: WEBHOOK_SECRET_EXAMPLE } } },

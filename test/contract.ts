@@ -132,7 +132,9 @@ function pathOf (url: string): string {
 export function findOperation (method: string, url: string): Operation | undefined {
   const path = pathOf(url)
   const wanted = method.toUpperCase()
-  return contract().operations.find((o) => o.method === wanted && o.matcher.test(path))
+  // As the router does, a fixed segment wins over a parameter (`/products/export` over `/products/{id}`).
+  const matching = contract().operations.filter((o) => o.method === wanted && o.matcher.test(path))
+  return matching.sort((a, b) => a.path.split('{').length - b.path.split('{').length)[0]
 }
 
 function headerValue (headers: Record<string, unknown>, name: string): unknown {
@@ -226,6 +228,8 @@ export function checkResponse (method: string, url: string, response: CheckedRes
     if (!parsed.ok || !parsed.empty) problems.push(`a ${response.statusCode} of ${operationKey} has no body in the document, but one was sent`)
     return problems
   }
+  const ndjson = content[NDJSON]
+  if (ndjson?.schema) return [...problems, ...ndjsonProblems(response, `${operationKey} ${statusKey}`, ndjson.schema)]
   const json = content['application/json']
   if (!json?.schema) return problems
   const type = headerValue(response.headers, 'content-type')
@@ -235,6 +239,31 @@ export function checkResponse (method: string, url: string, response: CheckedRes
   const validate = validator(`${operationKey} ${statusKey}`, json.schema)
   if (!validate(parsed.value)) problems.push(`the body does not match ${operationKey} ${statusKey}: ${errorText(validate)}`)
   return problems
+}
+
+const NDJSON = 'application/x-ndjson'
+
+/** An NDJSON body (a stream of lines, each its own JSON value): every line must match the schema, which describes one. */
+function ndjsonProblems (response: CheckedResponse, key: string, schema: JsonSchema): string[] {
+  const type = headerValue(response.headers, 'content-type')
+  if (typeof type !== 'string' || type.split(';')[0]!.trim() !== NDJSON) return [`content-type ${JSON.stringify(type)} is not ${NDJSON}`]
+  // A compressed body is checked by whoever inflates it.
+  if (headerValue(response.headers, 'content-encoding') !== undefined) return []
+  const text = rawText(response.body) ?? ''
+  if (!text.endsWith('\n')) return ['an NDJSON body must end with a newline']
+  const validate = validator(`${key} line`, schema)
+  const problems: string[] = []
+  text.slice(0, -1).split('\n').forEach((line, i) => {
+    let value: unknown
+    try {
+      value = JSON.parse(line)
+    } catch {
+      problems.push(`line ${i + 1} is not JSON: ${JSON.stringify(line.slice(0, 200))}`)
+      return
+    }
+    if (!validate(value)) problems.push(`line ${i + 1} does not match ${key}: ${errorText(validate)}`)
+  })
+  return problems.slice(0, 10)
 }
 
 interface InjectedResponse { statusCode: number, headers: Record<string, unknown>, body: string }

@@ -47,6 +47,11 @@ function examplesOf (media: Media | undefined): unknown[] {
   return [...(media.example === undefined ? [] : [media.example]), ...Object.values(media.examples ?? {}).map((e) => e.value)]
 }
 
+const NDJSON = 'application/x-ndjson'
+
+/** A response's body as documented: JSON, or an export's NDJSON lines. */
+const bodyOf = (response: Response | undefined): Media | undefined => response?.content?.['application/json'] ?? response?.content?.[NDJSON]
+
 /** The documented success status of an operation, as a number. */
 const successOf = (operation: Operation) => Number(Object.keys(operation.responses).find((status) => /^2\d\d$/.test(status)))
 
@@ -139,7 +144,7 @@ t.test('every response of every operation is described and has examples that are
         t.equal(response.content, undefined, `${where} has no body`)
         continue
       }
-      const media = response.content?.['application/json']
+      const media = bodyOf(response)
       const examples = examplesOf(media)
       t.ok(examples.length > 0, `${where} has an example`)
       const validate = compile(media!.schema!)
@@ -179,7 +184,7 @@ t.test('every answer example of schemas/examples.ts is shown by its operation', 
   for (const [operationId, examples] of Object.entries(RESPONSE_EXAMPLES)) {
     const operation = byId.get(operationId)
     t.ok(operation, `${operationId} is an operation of the document`)
-    const shown = operation?.responses[String(successOf(operation))]?.content?.['application/json']?.examples ?? {}
+    const shown = bodyOf(operation?.responses[String(successOf(operation))])?.examples ?? {}
     t.same(Object.keys(shown), Object.keys(examples), `${operationId} shows its examples`)
   }
 })
@@ -285,7 +290,15 @@ t.test('with every example at once, as "Try it out" sends them, an operation ans
     // The feed's and the deliveries' answers are the store's own history (and depend on when they are read).
     if (operation.operationId === 'listChanges' || operation.operationId === 'listWebhookDeliveries') continue
     if (operation.responses[String(success)]!.content === undefined) continue
-    const [documented] = examplesOf(operation.responses[String(success)]!.content!['application/json'])
+    const media = bodyOf(operation.responses[String(success)])
+    if (media === operation.responses[String(success)]!.content![NDJSON]) {
+      // An export's examples are its lines, in order (its feed cursor is the store's own).
+      const lines = res.body.trimEnd().split('\n').map((line) => JSON.parse(line) as Json)
+      const withoutCursor = (line: unknown) => { const { exportEnd, ...rest } = line as Json; return exportEnd ? { exportEnd: { ...exportEnd, changesCursor: 'evt' } } : rest }
+      t.same(lines.map(withoutCursor).map(withoutVolatile), examplesOf(media).map(withoutCursor).map(withoutVolatile), `${name}: the documented lines are the real ones`)
+      continue
+    }
+    const [documented] = examplesOf(media)
     t.same(withoutVolatile(res.json()), withoutVolatile(documented), `${name}: the documented answer is the real one`)
   }
 })
@@ -297,7 +310,7 @@ t.test('the declared headers are the ones sent', async (t) => {
   const { key: once } = await makeKey(app, undefined, { rateLimit: 1 })
   const body = resolve(document, { $ref: '#/components/schemas/CreateOrderRequest' }).examples[0]
   // Not part of the contract: transport, and a browser hardening header.
-  const UNDOCUMENTED = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'x-content-type-options'])
+  const UNDOCUMENTED = new Set(['content-type', 'content-length', 'transfer-encoding', 'date', 'connection', 'keep-alive', 'x-content-type-options'])
 
   const check = async (what: string, path: string, method: string, request: InjectOptions, conditional: string[] = []) => {
     const res = await app.inject(request)
@@ -345,6 +358,10 @@ t.test('the declared headers are the ones sent', async (t) => {
   t.equal(replayed.headers['idempotent-replayed'], 'true')
   await check('a 200 order', `${orders}/{orderNumberOrId}`, 'get', { url: `${orders}/${created.json().orderNumber as string}`, headers: authHeaders(key) })
   await check('a 200 list of orders', orders, 'get', { url: orders, headers: authHeaders(key) })
+  const exported = await check('a 200 export of products', `${products}/export`, 'get', { url: `${products}/export`, headers: authHeaders(key) })
+  t.match(exported.headers, { 'changes-cursor': /^evt_\d+$/, 'cache-control': 'no-store' })
+  await check('a 200 export of orders', `${orders}/export`, 'get', { url: `${orders}/export`, headers: authHeaders(key) })
+  await check('a 400 export', `${products}/export`, 'get', { url: `${products}/export?page=2`, headers: authHeaders(key) })
   await check('a 415', orders, 'post', { method: 'POST', url: orders, headers: { ...authHeaders(key), 'content-type': 'text/plain' }, payload: 'x' })
 
   await writeSetting(app.database.db, 'maintenance', true)

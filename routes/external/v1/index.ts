@@ -4,6 +4,7 @@ import authPlugin from '../../../plugins/auth.ts'
 import conditionalReads from '../../../plugins/conditional-reads.ts'
 import rateLimit from '../../../plugins/rate-limit.ts'
 import changes from './changes.ts'
+import exportRoutes from './export.ts'
 import groupings from './groupings.ts'
 import orders from './orders.ts'
 import products from './products.ts'
@@ -19,6 +20,7 @@ const externalV1: FastifyPluginAsync = async (app) => {
   await app.register(orders)
   await app.register(reservations)
   await app.register(changes)
+  await app.register(exportRoutes)
   await app.register(webhooks)
 }
 

@@ -1,0 +1,78 @@
+// Exports in SQL: the start of an export's snapshot transaction (its slot, the feed position
+// it is joined to), and one cursor over the rows it sends, read a batch at a time.
+//
+// Everything here runs inside Database.snapshot: one READ ONLY, REPEATABLE READ transaction,
+// whose first statement takes the snapshot every later FETCH reads. A cursor declared
+// without HOLD lives only in its transaction, which is what a transaction pooler keeps on one
+// server connection; rows are produced as they are fetched, so the database never holds the
+// whole result, and a read-only snapshot takes no lock a writer waits for.
+import { sql, type SQL } from 'drizzle-orm'
+import { execute, type Tx } from './client.ts'
+import { ADVISORY_LOCKS } from './locks.ts'
+import { DOCUMENT_COLUMNS, type DocumentRow } from './products.ts'
+import { whereClause, type ProductFilters } from './product-filters.ts'
+import { selectOrdersWithItems, type OrderFilters, type OrderWithItemsRow } from './orders.ts'
+import { searchMatches } from './search.ts'
+
+export type { DocumentRow, OrderWithItemsRow }
+
+const CURSOR = sql.raw('export_rows')
+
+export interface ExportStart {
+  /** Whether a slot was free (always, without `slots`). */
+  slot: boolean
+  /** The last feed position the snapshot holds: every event after it is of a change the snapshot may not show. */
+  position: number
+}
+
+/**
+ * The first statement of an export's transaction, which takes its snapshot. It turns the
+ * idle-in-transaction timeout off for this transaction alone (the transaction waits on the
+ * client between batches, however slowly it reads; the idle disconnect ends it), takes one of
+ * the key's `slots` advisory locks when given (held until the transaction ends, on every
+ * instance alike), and reads the last published feed position.
+ *
+ * Why that position joins the export to the feed: positions are given out by one publisher
+ * transaction at a time, each after the previous one committed, and each stamps only events
+ * already committed. So the positions a snapshot sees are exactly 1…P, every one of them for a
+ * change committed before the snapshot (which it shows), and every event it does not see a
+ * position of, including one committed before the snapshot but not yet published, gets a
+ * position above P. A reader that follows the feed after P misses nothing; it may see again a
+ * change the export already shows (committed before the snapshot, published after it).
+ */
+export async function startExport (tx: Tx, options: { apiKeyId: string, slots: number | null }): Promise<ExportStart> {
+  const { apiKeyId, slots } = options
+  // CASE tries the slots in order and stops at the first one taken: at most one lock held.
+  const slot = slots === null
+    ? sql`true`
+    : sql`case ${sql.join(Array.from({ length: slots }, (_, i) => sql`when pg_try_advisory_xact_lock(${ADVISORY_LOCKS.exportSlot}, hashtext(${`${apiKeyId}:${i}`})) then true`), sql` `)} else false end`
+  const [row] = await execute<{ slot: boolean, position: string }>(tx, sql`
+    select set_config('idle_in_transaction_session_timeout', '0', true) as idle_timeout, ${slot} as slot,
+      coalesce((select max(position) from change_events), 0)::text as position`)
+  return { slot: row!.slot, position: Number(row!.position) }
+}
+
+/** Declares the cursor over the products `filters` select, in the list's order, with their stored documents (rows for documentsOf). */
+export async function declareProductRows (tx: Tx, filters: ProductFilters): Promise<void> {
+  const { query, ...others } = filters
+  const rows = query
+    ? sql`select p.id, ${DOCUMENT_COLUMNS} from (${searchMatches(query, others)}) m join products p on p.id = m.id
+          left join product_documents d on d.product_id = p.id order by m.sort_name, m.id`
+    : sql`select p.id, ${DOCUMENT_COLUMNS} from products p left join product_documents d on d.product_id = p.id
+          where ${whereClause(others) ?? sql`true`} order by lower(p.name), p.id`
+  await declare(tx, rows)
+}
+
+/** Declares the cursor over the key's orders `filters` select, newest first, with their items (rows for toOrder). */
+export async function declareOrderRows (tx: Tx, apiKeyId: string, filters: OrderFilters): Promise<void> {
+  await declare(tx, selectOrdersWithItems(apiKeyId, filters))
+}
+
+async function declare (tx: Tx, rows: SQL): Promise<void> {
+  await tx.execute(sql`declare ${CURSOR} no scroll cursor for ${rows}`)
+}
+
+/** The next `count` rows of the declared cursor; fewer (none) at its end. */
+export async function fetchRows<R> (tx: Tx, count: number): Promise<R[]> {
+  return execute<R>(tx, sql`fetch forward ${sql.raw(String(Math.trunc(count)))} from ${CURSOR}`)
+}

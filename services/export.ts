@@ -1,0 +1,214 @@
+// Exports: the whole catalogue (or a key's orders) in one streamed answer, as NDJSON lines
+// that are exactly what GET product (GET order) answers, read from one snapshot and joined
+// to the changes feed by the position that snapshot holds (db/export.ts says why nothing is
+// missed), then one closing line with the count and that position as a feed cursor.
+//
+// Where it runs: on the primary, in one READ ONLY REPEATABLE READ transaction with a cursor.
+// A replica could give a consistent snapshot too (its feed position is as exact), but a long
+// read on a streaming replica is cancelled when replay needs the rows it holds back
+// (max_standby_streaming_delay), or, with hot_standby_feedback, holds back vacuum on the
+// primary all the same; and a key's concurrent exports are counted by advisory locks, which
+// only the primary shares between instances. The cursor is not WITH HOLD, so it works
+// through a transaction pooler, which keeps the transaction on one server connection.
+//
+// On PostgreSQL the rows are fetched as the client reads: the transaction waits while the
+// client is slow, holding one connection and a snapshot, never the whole export. PGlite is
+// one connection that every request shares: a transaction held open at a client's pace
+// would stop the service, so there the export is read at the database's pace into a
+// temporary file and sent from it.
+import type { Readable } from 'node:stream'
+import type { Database, Tx } from '../db/client.ts'
+import { declareOrderRows, declareProductRows, fetchRows, startExport, type DocumentRow, type OrderWithItemsRow } from '../db/export.ts'
+import { toOrder, type OrderFilters } from '../db/orders.ts'
+import { documentsOf, type ProductFilters } from '../db/products.ts'
+import { apiError } from '../errors.ts'
+import { eventIdOf } from '../lib/event-id.ts'
+import { FileSpool, Outlet, SinkClosedError, type TextSink } from '../lib/outlet.ts'
+import type { Order } from '../schemas/orders.ts'
+
+/** A key's exports at once (fleet-wide on PostgreSQL); a third is refused with 429. */
+export const EXPORTS_PER_KEY = 2
+/** What the 429 of a third export suggests waiting, in seconds. */
+export const EXPORT_RETRY_AFTER_SECONDS = 10
+/** Rows a FETCH reads: a few hundred kilobytes of documents. */
+const BATCH_ROWS = 500
+/** Lines are sent in pieces of about this many characters (what the stream buffers ahead). */
+const CHUNK_CHARS = 64 * 1024
+
+export interface ExportSettings {
+  /** Longest the start (the snapshot and the first rows) may take before 503 service_unavailable. */
+  openTimeoutMs: number
+  /** Exports reading the database at once on this instance (each holds a connection while it does); more answer 503. */
+  concurrency: number
+}
+
+/** What the 503 of an instance already running its most exports suggests waiting, in seconds. */
+export const EXPORT_BUSY_RETRY_AFTER_SECONDS = 5
+
+export interface StartedExport {
+  /** The feed cursor the export is joined to (also the closing line's changesCursor). */
+  changesCursor: string
+  /** The NDJSON lines, the closing one last; destroyed without it when the export fails midway. */
+  body: Readable
+}
+
+/** The closing line of an export. */
+export function exportEndLine (count: number, changesCursor: string): string {
+  return `${JSON.stringify({ exportEnd: { count, changesCursor } })}\n`
+}
+
+interface RowSource<R> {
+  /** Declares the transaction's cursor over the rows, in the list's order. */
+  declare: (tx: Tx) => Promise<void>
+  /** The rows' lines (without their newline), as GET answers them at `now`. */
+  lines: (tx: Tx, rows: R[], now: Date) => Promise<string[]>
+}
+
+/** `fn`, called at most once. */
+function once (fn: () => void): () => void {
+  let called = false
+  return () => {
+    if (called) return
+    called = true
+    fn()
+  }
+}
+
+function tooManyExports () {
+  return apiError('rate_limit_exceeded', `At most ${EXPORTS_PER_KEY} exports at once per API key; retry when one has finished`, {
+    headers: { 'retry-after': String(EXPORT_RETRY_AFTER_SECONDS) }
+  })
+}
+
+export class Exporter {
+  readonly #database: Database
+  readonly #settings: ExportSettings
+  /** Exports running per key on this instance: PGlite's slots (one process holds the database). */
+  readonly #running = new Map<string, number>()
+  /** Exports reading the database on this instance. */
+  #reading = 0
+
+  constructor (database: Database, settings: ExportSettings) {
+    this.#database = database
+    this.#settings = settings
+  }
+
+  /** The products `filters` select, each line a stored document (rendered again when its price has changed since). */
+  products (apiKeyId: string, filters: ProductFilters): Promise<StartedExport> {
+    return this.#start<DocumentRow>(apiKeyId, {
+      declare: (tx) => declareProductRows(tx, filters),
+      lines: async (tx, rows, now) => (await documentsOf(tx, rows, now)).map((d) => d.body)
+    })
+  }
+
+  /** The key's orders `filters` select, with their items; `serialize` is GET order's own serializer. */
+  orders (apiKeyId: string, filters: OrderFilters, serialize: (order: Order) => string): Promise<StartedExport> {
+    return this.#start<OrderWithItemsRow>(apiKeyId, {
+      declare: (tx) => declareOrderRows(tx, apiKeyId, filters),
+      lines: async (_tx, rows) => rows.map((row) => serialize(toOrder(row)))
+    })
+  }
+
+  async #start<R> (apiKeyId: string, source: RowSource<R>): Promise<StartedExport> {
+    if (this.#database.kind === 'pglite') return this.#spooled(apiKeyId, source)
+    const outlet = new Outlet()
+    let opened = false
+    return new Promise<StartedExport>((resolve, reject) => {
+      const deadline = setTimeout(() => {
+        reject(apiError('service_unavailable', 'The service could not answer in time; retry shortly'))
+        // The producer stops at its next send and rolls back.
+        outlet.destroy()
+      }, this.#settings.openTimeoutMs)
+      this.#produce(apiKeyId, source, outlet, (changesCursor) => {
+        clearTimeout(deadline)
+        opened = true
+        resolve({ changesCursor, body: outlet })
+      }).then(async (produced) => {
+        await outlet.send(produced.tail)
+        outlet.finish()
+      }).catch((err: unknown) => {
+        clearTimeout(deadline)
+        if (!opened) reject(err)
+        // After the first byte a failure cuts the answer short (no closing line); a reader
+        // that left needs no error.
+        else if (!(err instanceof SinkClosedError)) outlet.destroy(err as Error)
+      })
+    })
+  }
+
+  async #spooled<R> (apiKeyId: string, source: RowSource<R>): Promise<StartedExport> {
+    const running = this.#running.get(apiKeyId) ?? 0
+    if (running >= EXPORTS_PER_KEY) throw tooManyExports()
+    this.#running.set(apiKeyId, running + 1)
+    const release = () => {
+      const left = (this.#running.get(apiKeyId) ?? 1) - 1
+      if (left > 0) this.#running.set(apiKeyId, left)
+      else this.#running.delete(apiKeyId)
+    }
+    let spool: FileSpool | undefined
+    try {
+      spool = await FileSpool.create()
+      const { changesCursor, tail } = await this.#produce(apiKeyId, source, spool, () => {})
+      await spool.send(tail)
+      const body = spool.readBack()
+      // Free once everything is read (or the reader gone): before the client has the last line.
+      const released = once(release)
+      body.once('end', released).once('close', released)
+      return { changesCursor, body }
+    } catch (err) {
+      await spool?.discard()
+      release()
+      throw err
+    }
+  }
+
+  /** #read, within the instance's concurrency: an export holds a database connection until its snapshot is read. */
+  async #produce<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string }> {
+    if (this.#reading >= this.#settings.concurrency) {
+      throw apiError('service_unavailable', 'This instance is running its most exports at once; retry shortly', {
+        headers: { 'retry-after': String(EXPORT_BUSY_RETRY_AFTER_SECONDS) }
+      })
+    }
+    this.#reading++
+    try {
+      return await this.#read(apiKeyId, source, sink, opened)
+    } finally {
+      this.#reading--
+    }
+  }
+
+  /**
+   * Reads the snapshot into `sink`: the rows' lines, but the last ones, which it resolves with
+   * (`tail`, the closing line with them) for the caller to send once the transaction has ended
+   * and its slot is free, so that a client that has the closing line may export again at once.
+   * `opened` is called once the first rows are read (what comes before is the part that may
+   * still answer an error).
+   */
+  async #read<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string }> {
+    return this.#database.snapshot(async (tx) => {
+      const now = new Date()
+      // The key's slots: advisory locks of this transaction, seen by every instance (on
+      // PGlite, counted by #spooled: its transaction ends before the answer is sent).
+      const start = await startExport(tx, { apiKeyId, slots: this.#database.kind === 'pglite' ? null : EXPORTS_PER_KEY })
+      if (!start.slot) throw tooManyExports()
+      const changesCursor = eventIdOf(start.position)
+      await source.declare(tx)
+      let count = 0
+      let pending = ''
+      for (let first = true; ; first = false) {
+        const rows = await fetchRows<R>(tx, BATCH_ROWS)
+        if (first) opened(changesCursor)
+        for (const line of await source.lines(tx, rows, now)) {
+          pending += `${line}\n`
+          count++
+          if (pending.length >= CHUNK_CHARS) {
+            await sink.send(pending)
+            pending = ''
+          }
+        }
+        if (rows.length < BATCH_ROWS) break
+      }
+      return { changesCursor, tail: pending + exportEndLine(count, changesCursor) }
+    })
+  }
+}
