@@ -342,11 +342,11 @@ t.test('bad calls refused in the command itself', async (t) => {
   ]
   for (const [argv, message] of cases) {
     const err = await run(argv).then(() => null, (e: unknown) => e)
-    t.equal(exitCodeFor(err), 2, `${argv.join(' ')}: exit code 2`)
+    t.equal(await exitCodeFor(err), 2, `${argv.join(' ')}: exit code 2`)
     t.match((err as Error | null)?.message, message, `${argv.join(' ')}: says why`)
   }
   t.notOk(existsSync(join(dir, 'never')), 'no database was opened')
-  t.equal(exitCodeFor(new Error('connect ECONNREFUSED')), 1, 'other failures exit 1')
+  t.equal(await exitCodeFor(new Error('connect ECONNREFUSED')), 1, 'other failures exit 1')
 })
 
 // Help and parse errors through the real command: what the operator's terminal shows.
