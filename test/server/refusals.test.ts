@@ -73,7 +73,7 @@ async function sendPastTheAnswer (port: number, head: string, body: Buffer, next
     const onData = (chunk: Buffer) => { received = Buffer.concat([received, chunk]); check() }
     socket.on('data', onData)
     check()
-    void closed.then(resolve)
+    closed.then(() => { resolve() }, () => {})
   })
   const write = (bytes: Buffer | string) => new Promise<void>((resolve) => {
     if (socket.destroyed) { resolve(); return }
@@ -84,7 +84,8 @@ async function sendPastTheAnswer (port: number, head: string, body: Buffer, next
   await write(head)
   await write(body.subarray(0, answeredAfter))
   await firstAnswer
-  for (let at = answeredAfter; at < body.length && writeError === null && !socket.destroyed; at += 64 * 1024) {
+  for (let at = answeredAfter; at < body.length; at += 64 * 1024) {
+    if (writeError !== null || socket.destroyed) break
     await write(body.subarray(at, at + 64 * 1024))
   }
   const secondAnswer = answered(2)
