@@ -199,7 +199,8 @@ export default fp<ErrorsOptions>(async function errorsPlugin (app, { requestId }
   app.setErrorHandler((err: FastifyError, request, reply) => {
     // Fastify asks to close the connection after a body it refused for its size; the rest of
     // the body is read and dropped instead (dropUnreadBody), so it can stay open.
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') reply.removeHeader('connection')
+    // (Anything may be thrown, null included.)
+    if ((err as FastifyError | null)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') reply.removeHeader('connection')
     const known = toApiError(err)
     if (known === null) {
       request.log.error({ err }, 'unexpected failure')
