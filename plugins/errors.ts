@@ -168,7 +168,7 @@ function sendClientError (socket: Socket, answer: ApiError, id: string): void {
   socket.setTimeout(5000, () => socket.destroy())
 }
 
-/** The request id of a request Node hands over whole, outside Fastify (CONNECT). */
+/** Answers a request Node hands over whole, outside Fastify (CONNECT), in the error body. */
 function answerOutsideFastify (app: FastifyInstance, requestId: RequestIdSource, req: IncomingMessage, socket: Socket, answer: ApiError): void {
   const id = requestId(req)
   app.log.info({ requestId: id, method: req.method, error: answer.code }, 'request refused outside the router')
