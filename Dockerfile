@@ -1,5 +1,9 @@
 # storefront-api: multi-stage build — install, compile, prune to production dependencies.
-FROM node:20-bookworm-slim AS build
+# Node 24 LTS (supported until April 2028): it has process.execve, so `storefront serve`
+# replaces itself with its heap-capped run instead of keeping a launcher beside it (one
+# process, which takes the signals itself). CI runs the process, socket and build tests on it
+# (.ci/run). Node 20 ended in April 2026; 26 works as well and is one FROM line away.
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 # patches/ before the install: its postinstall step patches the database driver (see the README).
 COPY package.json package-lock.json ./
@@ -9,7 +13,7 @@ COPY . .
 # dist/: the compiled JavaScript and, beside its db/, the migrations (bin/build.js).
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000
 WORKDIR /app
 COPY --from=build /app/package.json ./
@@ -25,5 +29,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Configuration comes only from the environment (see the README). Operator commands:
 # docker exec … node bin/storefront.js keys list
-# `serve` caps its own heap (HEAP_LIMIT_MB, bin/heap.js): no flag is needed here.
+# `serve` caps its own heap (HEAP_LIMIT_MB, bin/heap.js): no flag is needed here. The exec
+# form makes node PID 1 with nothing in between: `docker stop`'s SIGTERM reaches the server,
+# which drains and exits 0.
 CMD ["node", "bin/storefront.js", "serve"]

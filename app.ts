@@ -55,6 +55,8 @@ export async function buildApp (options: AppOptions) {
     genReqId: requestIdOf,
     // Requests the HTTP parser refuses get the same error body and Request-Id as the rest.
     clientErrorHandler: clientErrorHandler(requestIdOf),
+    // Node would answer a missing Host with an empty 400 of its own: the errors plugin does.
+    http: { requireHostHeader: false },
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: config.BODY_LIMIT,
@@ -86,7 +88,7 @@ export async function buildApp (options: AppOptions) {
     reply.header('x-content-type-options', 'nosniff')
   })
 
-  await app.register(errors)
+  await app.register(errors, { requestId: requestIdOf })
   await app.register(inputGuard)
   await app.register(openapi)
   await app.register(databasePlugin, { database: options.database })

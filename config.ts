@@ -72,7 +72,9 @@ export const ConfigSchema = Type.Object({
     minimum: 0,
     description: 'How long a published change waits before the changes feed shows it; an instance whose last poll is older serves no cached read, so a read that follows the feed sees the change (keep it above STATE_POLL_MS)'
   }),
-  KEY_CACHE_TTL_MS: Type.Integer({ default: 2000, minimum: 0, description: 'How long an API key is trusted before it is looked up again; bounds the revocation delay' }),
+  // A revoked, deactivated or rolled-away key stops working on every instance within 5 s: the
+  // cache may trust a key for at most that long.
+  KEY_CACHE_TTL_MS: Type.Integer({ default: 2000, minimum: 0, maximum: 5000, description: 'How long an API key is trusted before it is looked up again (0 to 5000): bounds the revocation delay' }),
   KEY_LAST_USED_FLUSH_MS: Type.Integer({ default: 5000, minimum: 100, description: 'How often keys\' last use is written' }),
   HEAP_LIMIT_MB: Type.Integer({ default: 128, minimum: 0, description: 'The server\'s heap (V8 old space) cap, MB, which `storefront serve` applies itself however it is started; 0: V8\'s own sizing' }),
   CATALOG_CACHE_MB: Type.Number({ default: 16, minimum: 0, description: 'Catalogue reads (products, pages) cached per instance, in megabytes of their JSON (the heap holds them in about twice to three times that)' }),

@@ -25,6 +25,16 @@ export function describeListenFailure (err: unknown, config: Pick<Config, 'HOST'
   return `cannot listen on ${host}:${config.PORT}: ${reason}`
 }
 
+/** The signals that stop the server gracefully (bin/heap.js relays the same ones). */
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR2'] as const
+/**
+ * One stop often arrives as several signals at once: a terminal's Ctrl-C, systemd's
+ * control-group kill and `kill -- -PGID` reach every process of the group, npm passes on what
+ * it gets, and so does the bounded launcher (bin/heap.js). Signals within this long of the
+ * first are that same stop; one that comes later is someone asking again: it forces the exit.
+ */
+const SAME_STOP_MS = 1000
+
 export interface Started {
   /** The address the server listens on. */
   address: string
@@ -74,10 +84,22 @@ export async function startServer (config: Config): Promise<Started> {
     await started.close()
     await database.close()
   }
-  const graceful = closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT, skip: ['uncaughtException', 'unhandledRejection'] }, async ({ signal }) => {
-    started.log.info({ signal }, 'closing: finishing requests in flight')
-    await shutdown()
-  })
+  // close-with-grace bounds the drain (exit 1 past SHUTDOWN_TIMEOUT, else 0); the signals are
+  // taken here, where copies of one stop can be told from a second one.
+  const graceful = closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT, skip: ['uncaughtException', 'unhandledRejection', ...STOP_SIGNALS] }, shutdown)
+  let stopAt: number | undefined
+  const onStop = (signal: NodeJS.Signals) => {
+    if (stopAt === undefined) {
+      stopAt = Date.now()
+      started.log.info({ signal }, 'closing: finishing requests in flight')
+      graceful.close()
+    } else if (Date.now() - stopAt >= SAME_STOP_MS) {
+      started.log.warn({ signal }, 'asked again to stop: exiting now, requests in flight are cut')
+      process.exit(1)
+    }
+  }
+  const stopListening = () => { for (const signal of STOP_SIGNALS) process.off(signal, onStop) }
+  for (const signal of STOP_SIGNALS) process.on(signal, onStop)
   const onFatal = (err: unknown) => {
     // postgres.js 3.4 can throw from its socket handling while the database drops
     // connections (porsager/postgres#1154); the pool reconnects by itself, so that one is
@@ -97,6 +119,7 @@ export async function startServer (config: Config): Promise<Started> {
     address = await started.listen({ host: config.HOST, port: config.PORT })
   } catch (err) {
     graceful.uninstall()
+    stopListening()
     process.off('uncaughtException', onFatal)
     process.off('unhandledRejection', onFatal)
     return abandon(describeListenFailure(err, config))

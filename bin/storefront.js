@@ -6,6 +6,7 @@
 // (bin/heap.js), whichever way it is started.
 import { hasSources, isBuildCurrent } from './build.js'
 import { runBounded, watchParent } from './heap.js'
+import { speedUpModuleFormats } from './module-formats.js'
 
 const bounded = process.argv[2] === 'serve' ? await runBounded().catch((err) => { process.stderr.write(`storefront: ${err.message}\n`); return 2 }) : null
 if (bounded !== null) {
@@ -13,6 +14,7 @@ if (bounded !== null) {
 } else {
   watchParent()
   const compiled = !hasSources() || (process.env.STOREFRONT_SOURCE !== '1' && isBuildCurrent())
+  if (compiled) speedUpModuleFormats()
   const cli = compiled
     ? await import('../dist/cli/main.js')
     : await (await import('tsx/esm/api')).tsImport(new URL('../cli/main.ts', import.meta.url).href, import.meta.url)

@@ -1,9 +1,18 @@
-// The command line's text turned into values: lists, numbers, instants, durations. Only the
+// The command line's text turned into values: ids, lists, numbers, instants, durations. Only the
 // form is checked here; the rules (which scopes exist, an expiry in the future, a limit's
 // range, a grace's length) belong to the services, which check them before any database is
 // opened.
+import { isUuid } from '../schemas/common.ts'
 import { checkGrace, checkRateLimit } from '../services/api-key-admin.ts'
 import { UsageError } from './context.ts'
+
+/** An id given on the command line; `what` names the command, `kind` what it needs. */
+export function requireId (value: string | undefined, what: string, kind = 'a key id (a GUID, as keys list shows)'): string {
+  if (!isUuid(value)) {
+    throw new UsageError(`${what} needs ${kind}${value === undefined ? '' : `, got ${value}`}`)
+  }
+  return value
+}
 
 /** A comma-separated list, blanks and repeats dropped. */
 export function commaList (value: string): string[] {

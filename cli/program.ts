@@ -2,16 +2,35 @@
 // command line becomes one line naming the command and where its help is.
 import { readFileSync } from 'node:fs'
 import { Command, type CommanderError } from 'commander'
-import { loadConfig, type Config } from '../config.ts'
-import { addCatalogCommands } from './commands/catalog.ts'
-import { addKeysCommands } from './commands/keys.ts'
-import { addMaintenanceCommands } from './commands/maintenance.ts'
-import { addMigrateCommand } from './commands/migrate.ts'
-import { addOrdersCommands } from './commands/orders.ts'
-import { addServeCommand } from './commands/serve.ts'
-import { addSettingsCommands } from './commands/settings.ts'
-import { addWebhooksCommands } from './commands/webhooks.ts'
+import type { Config } from '../config.ts'
 import { CommandLineError, missingArguments, type CommandContext } from './context.ts'
+
+type Definition = (command: Command, context: CommandContext) => void
+
+/**
+ * The commands, as the top-level help lists them. A group's module (its subcommands, and the
+ * services and database code they call) is loaded only when the command line names it, so
+ * `storefront --version` and `--help` load commander and nothing of the application, and
+ * `keys list` nothing of the catalogue or the HTTP server. The two single commands are light
+ * (their work is loaded in their actions) and always defined: the top-level help shows
+ * their options.
+ */
+const COMMANDS: Array<{ name: string, description: string, define: () => Promise<{ default: Definition }>, always?: true }> = [
+  { name: 'serve', description: 'start the API (npm start)', define: () => import('./commands/serve.ts'), always: true },
+  { name: 'migrate', description: 'apply the database migrations', define: () => import('./commands/migrate.ts'), always: true },
+  { name: 'catalog', description: 'load the catalogue: import FILE|-, demo', define: () => import('./commands/catalog.ts') },
+  { name: 'keys', description: 'API keys: create, list, roll, revoke, deactivate, activate, set-rate-limit', define: () => import('./commands/keys.ts') },
+  { name: 'maintenance', description: 'maintenance on|off|status: while on, creating an order answers 503 and reads keep working', define: () => import('./commands/maintenance.ts') },
+  { name: 'settings', description: 'store settings: set NAME VALUE, list', define: () => import('./commands/settings.ts') },
+  { name: 'orders', description: 'orders: set-status ORDER STATUS, purge-test', define: () => import('./commands/orders.ts') },
+  { name: 'webhooks', description: 'webhook endpoints of every key: list, disable, enable', define: () => import('./commands/webhooks.ts') }
+]
+
+/** The command a command line names: its first word, or the one after `help`. */
+function namedCommand (argv: string[]): string | undefined {
+  const words = argv.filter((arg) => !arg.startsWith('-'))
+  return words[0] === 'help' ? words[1] : words[0]
+}
 
 /** package.json sits one level above cli/ in a checkout and two above dist/cli/ in the image. */
 function packageVersion (): string {
@@ -58,10 +77,16 @@ function refusal (command: Command, err: CommanderError): Error {
   return new CommandLineError(`${path}: ${what}${suggestion ? `, did you mean ${suggestion}?` : ''} ${see}`)
 }
 
-export function buildProgram (): Command {
-  // Read once, when a command runs: --help and --version work whatever the environment holds.
+export async function buildProgram (argv: string[]): Promise<Command> {
+  // Read once, before a command's action runs: --help and --version work whatever the
+  // environment holds, and load no configuration code.
   let loaded: Config | undefined
-  const context: CommandContext = { config: () => (loaded ??= loadConfig()) }
+  const context: CommandContext = {
+    config: () => {
+      if (loaded === undefined) throw new Error('the configuration is read before a command runs')
+      return loaded
+    }
+  }
 
   const program = new Command('storefront')
     .description('The storefront-api service and its operator commands.')
@@ -77,10 +102,15 @@ With --json a command prints one JSON document on stdout. Exit codes: 0 done, 2 
 input or usage, 1 any other failure.
 Every command has its own help: storefront keys --help, storefront keys create --help.
 Configuration comes from the environment (DATABASE_URL, DATA_DIR, …); see the README.`)
-  program.hook('preAction', () => { context.config() })
+  program.hook('preAction', async () => {
+    const { loadConfig } = await import('../config.ts')
+    loaded ??= loadConfig()
+  })
 
-  for (const add of [addServeCommand, addMigrateCommand, addCatalogCommands, addKeysCommands, addMaintenanceCommands, addSettingsCommands, addOrdersCommands, addWebhooksCommands]) {
-    add(program, context)
+  const named = namedCommand(argv)
+  for (const { name, description, define, always } of COMMANDS) {
+    const command = program.command(name).description(description)
+    if (always === true || name === named) (await define()).default(command, context)
   }
 
   // Every refusal is thrown, not printed: main() prints one line and sets the exit code.

@@ -1,5 +1,5 @@
 // The one place where failures become response bodies: { error, message, requestId, details? }.
-import { STATUS_CODES as STATUS_TEXTS, maxHeaderSize, type IncomingHttpHeaders } from 'node:http'
+import { STATUS_CODES as STATUS_TEXTS, maxHeaderSize, type IncomingHttpHeaders, type IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import type { ErrorObject } from 'ajv'
@@ -49,9 +49,44 @@ function toApiError (err: FastifyError | ApiError): ApiError | null {
   return null
 }
 
+/**
+ * A request answered before its body was read (a 413 is answered as soon as the Content-Length
+ * or the bytes received pass BODY_LIMIT; a 401 before any body is read). Closing the
+ * connection then would reset it under a client still sending, which loses the answer (EPIPE,
+ * ECONNRESET) unless the client reads while it writes. So the rest is read and dropped, up to
+ * this many times BODY_LIMIT, and the connection stays usable; a body declared larger is
+ * answered and the connection closed at once, and one that turns out larger is cut when it
+ * passes the bound.
+ */
+const DISCARD_LIMIT_FACTOR = 16
+
+// Sockets whose refused request's body is being dropped: a late request timeout on one of them
+// is no request of its own to answer.
+const discarding = new WeakSet<Socket>()
+
+function dropUnreadBody (request: FastifyRequest, reply: FastifyReply): void {
+  const raw = request.raw
+  const socket = raw.socket as Socket | null
+  if (raw.complete || socket == null || socket.destroyed) return
+  const bound = DISCARD_LIMIT_FACTOR * request.server.config.BODY_LIMIT
+  if (Number(request.headers['content-length']) > bound) {
+    reply.header('connection', 'close')
+    return
+  }
+  discarding.add(socket)
+  let dropped = 0
+  raw.on('data', (chunk: Buffer) => {
+    dropped += chunk.length
+    if (dropped > bound) socket.destroy()
+  })
+  raw.once('end', () => { discarding.delete(socket) })
+  raw.resume()
+}
+
 export function sendError (request: FastifyRequest, reply: FastifyReply, err: ApiError) {
   // Also set here for errors raised before the onRequest hooks ran (see frameworkErrors).
   reply.header('request-id', request.id)
+  dropUnreadBody(request, reply)
   if (err.headers) reply.headers(err.headers)
   const body: Record<string, unknown> = { error: err.code, message: err.message, requestId: request.id }
   if (err.details) body.details = err.details
@@ -96,6 +131,11 @@ export function clientErrorHandler (requestId: RequestIdSource) {
   return function answerClientError (this: FastifyInstance, err: NodeJS.ErrnoException & { rawPacket?: unknown }, socket: Socket): void {
     // A reset connection has no one to answer.
     if (err.code === 'ECONNRESET' || socket.destroyed || answering.has(socket)) return
+    // The request was answered already; what is left of its body did not come in time.
+    if (discarding.has(socket)) {
+      socket.destroy()
+      return
+    }
     answering.add(socket)
     const raw = Buffer.isBuffer(err.rawPacket) ? RAW_REQUEST_ID.exec(err.rawPacket.toString('latin1')) : null
     const id = requestId({ headers: raw === null ? {} : { 'x-request-id': raw[1] } })
@@ -128,8 +168,39 @@ function sendClientError (socket: Socket, answer: ApiError, id: string): void {
   socket.setTimeout(5000, () => socket.destroy())
 }
 
-export default fp(async function errorsPlugin (app) {
+/** Answers a request Node hands over whole, outside Fastify (CONNECT), in the error body. */
+function answerOutsideFastify (app: FastifyInstance, requestId: RequestIdSource, req: IncomingMessage, socket: Socket, answer: ApiError): void {
+  const id = requestId(req)
+  app.log.info({ requestId: id, method: req.method, error: answer.code }, 'request refused outside the router')
+  sendClientError(socket, answer, id)
+}
+
+export interface ErrorsOptions {
+  /** How a request id is made, for requests answered before Fastify sees them. */
+  requestId: RequestIdSource
+}
+
+export default fp<ErrorsOptions>(async function errorsPlugin (app, { requestId }) {
+  // Node answers some requests itself, with an empty body and no Request-Id; each gets the
+  // error body here instead. CONNECT (a proxy tunnel, which this service is not): 404 as any
+  // method without a route. Expect other than 100-continue: HTTP lets a server ignore what it
+  // does not know, so the request is served as if it had none. An HTTP/1.1 request without
+  // Host: refused below, once Fastify has it (the server is made with requireHostHeader off).
+  app.server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    answerOutsideFastify(app, requestId, req, socket, apiError('not_found', `No route for CONNECT ${String(req.url).slice(0, 200)}`))
+  })
+  app.server.on('checkExpectation', (req: IncomingMessage, res) => { app.server.emit('request', req, res) })
+  app.addHook('onRequest', async (request) => {
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      throw apiError('malformed_request', 'An HTTP/1.1 request needs a Host header')
+    }
+  })
+
   app.setErrorHandler((err: FastifyError, request, reply) => {
+    // Fastify asks to close the connection after a body it refused for its size; the rest of
+    // the body is read and dropped instead (dropUnreadBody), so it can stay open.
+    // (Anything may be thrown, null included.)
+    if ((err as FastifyError | null)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') reply.removeHeader('connection')
     const known = toApiError(err)
     if (known === null) {
       request.log.error({ err }, 'unexpected failure')

@@ -5,7 +5,8 @@ import { CatalogChecker, readCatalog } from '../../lib/catalog-file.ts'
 import { JsonStreamError, type JsonStreamEntry } from '../../lib/json-stream.ts'
 import { IMPORT_BATCH, importCatalog, type ImportSummary } from '../../services/catalog-import.ts'
 import { demoCatalog } from '../../services/demo-catalog.ts'
-import { JSON_OPTION, missingArguments, print, UsageError, withDatabase, type CommandContext, type Output } from '../context.ts'
+import { JSON_OPTION, missingArguments, print, UsageError, type CommandContext, type Output } from '../context.ts'
+import { withDatabase } from '../database.ts'
 
 /** The bytes of a catalogue file, or of stdin for `-`; a file that cannot be read is the operator's to fix. */
 async function * catalogBytes (source: string): AsyncGenerator<Buffer> {
@@ -81,8 +82,7 @@ function summaryLine (s: ImportSummary): string {
     `(${s.categories} categories, ${s.brands} brands)`
 }
 
-export function addCatalogCommands (program: Command, { config }: CommandContext): void {
-  const catalog = program.command('catalog').description('load the catalogue: import FILE|-, demo')
+export default function defineCatalog (catalog: Command, { config }: CommandContext): void {
   const catalogImport = catalog.command('import')
     .description('upsert the catalogue from a JSON file by id, in one transaction; a bad file changes nothing')
     .argument('<FILE>', 'the catalogue file, or - for stdin')

@@ -2,8 +2,9 @@
 import type { Command } from 'commander'
 import { KEY_MODES, SCOPES } from '../../lib/api-key-secret.ts'
 import { createKey, listKeys, newKey, rollKey, setKeyRateLimit, setKeyStatus } from '../../services/api-key-admin.ts'
-import { JSON_OPTION, missingArguments, print, requireId, UsageError, withDatabase, type CommandContext, type Output } from '../context.ts'
-import { commaList, parseGrace, parseInstant, parseRateLimit } from '../input.ts'
+import { JSON_OPTION, missingArguments, print, UsageError, type CommandContext, type Output } from '../context.ts'
+import { withDatabase } from '../database.ts'
+import { commaList, parseGrace, parseInstant, parseRateLimit, requireId } from '../input.ts'
 
 const STATUS_CHANGES = [
   ['revoke', 'revoked', 'revoke a key for good'],
@@ -11,8 +12,7 @@ const STATUS_CHANGES = [
   ['activate', 'active', 'let an inactive key work again']
 ] as const
 
-export function addKeysCommands (program: Command, { config }: CommandContext): void {
-  const keys = program.command('keys').description('API keys: create, list, roll, revoke, deactivate, activate, set-rate-limit')
+export default function defineKeys (keys: Command, { config }: CommandContext): void {
   keys.command('create')
     .description('create a key and print it: the only time it is shown')
     .option('--name <name>', 'who the key is for (required)')

@@ -1,13 +1,13 @@
 // storefront migrate: applies the committed migrations (safe while instances start at once).
 import type { Command } from 'commander'
-import { migrateDatabase } from '../../db/client.ts'
-import { JSON_OPTION, print, withDatabase, type CommandContext, type Output } from '../context.ts'
+import { JSON_OPTION, print, type CommandContext, type Output } from '../context.ts'
 
-export function addMigrateCommand (program: Command, { config }: CommandContext): void {
-  program.command('migrate')
-    .description('apply the database migrations')
+export default function defineMigrate (migrate: Command, { config }: CommandContext): void {
+  migrate
     .option(...JSON_OPTION)
     .action(async (options: Output) => {
+      // Loaded here: the top-level help, which lists this command and its options, needs neither.
+      const [{ migrateDatabase }, { withDatabase }] = await Promise.all([import('../../db/client.ts'), import('../database.ts')])
       await withDatabase(config(), (database) => migrateDatabase(database, config().DATABASE_URL), { session: true })
       print(options, { migrated: true }, 'migrations applied')
     })

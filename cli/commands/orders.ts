@@ -4,11 +4,11 @@ import type { Command } from 'commander'
 import { ORDER_STATUSES, type OrderStatus } from '../../schemas/orders.ts'
 import { setOrderStatus } from '../../services/order-status.ts'
 import { purgeTestOrders } from '../../services/test-orders.ts'
-import { JSON_OPTION, missingArguments, print, UsageError, withDatabase, type CommandContext, type Output } from '../context.ts'
+import { JSON_OPTION, missingArguments, print, UsageError, type CommandContext, type Output } from '../context.ts'
+import { withDatabase } from '../database.ts'
 import { parseInstant } from '../input.ts'
 
-export function addOrdersCommands (program: Command, { config }: CommandContext): void {
-  const orders = program.command('orders').description('orders: set-status ORDER STATUS, purge-test')
+export default function defineOrders (orders: Command, { config }: CommandContext): void {
   const setStatus = orders.command('set-status')
     .description('change the status of an order; only the allowed transitions are made')
     .argument('<ORDER>', 'the order number or id')

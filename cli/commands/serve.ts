@@ -30,14 +30,12 @@ export function banner (config: Config, { address, demo }: Started): string | nu
   return `\n${lines.join('\n')}\n\n`
 }
 
-export function addServeCommand (program: Command, { config }: CommandContext): void {
-  program.command('serve')
-    .description('start the API (npm start)')
-    .action(async () => {
-      // Loaded here so the operator's commands do not pay for the HTTP stack.
-      const { startServer } = await import('../../server.ts')
-      const started = await startServer(config())
-      const text = banner(config(), started)
-      if (text !== null) process.stdout.write(text)
-    })
+export default function defineServe (serve: Command, { config }: CommandContext): void {
+  serve.action(async () => {
+    // Loaded here so the operator's commands do not pay for the HTTP stack.
+    const { startServer } = await import('../../server.ts')
+    const started = await startServer(config())
+    const text = banner(config(), started)
+    if (text !== null) process.stdout.write(text)
+  })
 }

@@ -1,10 +1,10 @@
 // storefront settings set NAME VALUE | list: the shop's delivery fee and default country.
 import type { Command } from 'commander'
 import { changeSetting, readShopSettings, SETTING_NAMES, settingChange } from '../../services/settings.ts'
-import { JSON_OPTION, missingArguments, print, withDatabase, type CommandContext, type Output } from '../context.ts'
+import { JSON_OPTION, missingArguments, print, type CommandContext, type Output } from '../context.ts'
+import { withDatabase } from '../database.ts'
 
-export function addSettingsCommands (program: Command, { config }: CommandContext): void {
-  const settings = program.command('settings').description('store settings: set NAME VALUE, list')
+export default function defineSettings (settings: Command, { config }: CommandContext): void {
   const settingsSet = settings.command('set')
     .description('change a setting')
     .argument('<NAME>', SETTING_NAMES.join(' or '))

@@ -1,12 +1,13 @@
 // storefront webhooks list | disable | enable: the operator's view of every key's endpoints.
 import type { Command } from 'commander'
 import { listAllEndpoints, setEndpointStatus } from '../../services/webhooks/endpoints.ts'
-import { JSON_OPTION, missingArguments, print, requireId, UsageError, withDatabase, type CommandContext, type Output } from '../context.ts'
+import { JSON_OPTION, missingArguments, print, UsageError, type CommandContext, type Output } from '../context.ts'
+import { withDatabase } from '../database.ts'
+import { requireId } from '../input.ts'
 
 const ENDPOINT_ID = 'an endpoint id (a GUID, as webhooks list shows)'
 
-export function addWebhooksCommands (program: Command, { config }: CommandContext): void {
-  const webhooks = program.command('webhooks').description('webhook endpoints of every key: list, disable, enable')
+export default function defineWebhooks (webhooks: Command, { config }: CommandContext): void {
   webhooks.command('list')
     .description('list the webhook endpoints (never their secrets), oldest first')
     .option('--key <ID>', 'only the endpoints of this key')

@@ -14,6 +14,7 @@ import { importCatalog } from '../../services/catalog-import.ts'
 import { migrateDatabase, openDatabase } from '../../db/client.ts'
 import { startServer } from '../server-process.ts'
 import { createEmptyDatabase, sleep } from '../helper.ts'
+import { cleanEnv } from './spawn.ts'
 
 // Each case spawns tsx, and an embedded start migrates first: slow on a busy machine.
 t.setTimeout(300_000)
@@ -27,7 +28,7 @@ function serve (env: Record<string, string>): Promise<Exit> {
   return new Promise((resolve, reject) => {
     // A clean environment: nothing of the test runner's (NODE_OPTIONS, DATABASE_URL…) leaks in.
     const child = spawn(process.execPath, [BIN, 'serve'], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+      env: cleanEnv({ HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env }),
       stdio: ['ignore', 'pipe', 'pipe']
     })
     let stdout = ''

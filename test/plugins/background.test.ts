@@ -11,7 +11,7 @@ import { CatalogCache } from '../../services/catalog-cache.ts'
 import { Store } from '../../services/store.ts'
 import { WebhookUrlPolicy } from '../../services/webhooks/url-policy.ts'
 import { WebhookWorker } from '../../services/webhooks/worker.ts'
-import { authHeaders, buildTestApp, createEmptyDatabase, makeKey, sleep, usingPostgres, type TestContext } from '../helper.ts'
+import { authHeaders, buildTestApp, createEmptyDatabase, makeKey, sleep, until, usingPostgres, type TestContext } from '../helper.ts'
 
 /** Every task, in the order closing stops them. */
 const STOP_ORDER = [
@@ -37,8 +37,8 @@ function tally (): Tally {
   return counts
 }
 
-/** The tally once it equals `expected`, or the last one seen after `ms` (sockets close a few ticks late). */
-async function settledTally (expected: Tally, ms = 3000): Promise<Tally> {
+/** The tally once it equals `expected`, or the last one seen after `ms` (sockets close a few ticks late, later on a busy machine). */
+async function settledTally (expected: Tally, ms = 30_000): Promise<Tally> {
   const deadline = Date.now() + ms
   for (;;) {
     const now = tally()
@@ -120,15 +120,28 @@ t.test('a periodic task', async (t) => {
   t.test('is not overlapped by itself, and stopping waits for the run under way', async (t) => {
     let runs = 0
     let finished = 0
+    let started!: () => void
+    const first = new Promise<void>((resolve) => { started = resolve })
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => { release = resolve })
+    // Each run waits for the test to let it finish: however slow the machine, the first is
+    // still under way while the interval passes again and again.
     const task = every('slow', 5, async () => {
       runs++
-      await sleep(60)
+      started()
+      await gate
       finished++
     }, { onError: (err) => { throw err } })
     task.start()
-    await sleep(40)
+    await first
+    await sleep(50)
     t.equal(runs, 1, 'one run, though the interval passed several times')
-    await task.stop()
+    let stopped = false
+    const stopping = task.stop().then(() => { stopped = true })
+    await sleep(20)
+    t.notOk(stopped, 'stop waits for the run under way')
+    release()
+    await stopping
     t.equal(finished, 1, 'the run under way finished before stop resolved')
     await sleep(30)
     t.equal(runs, 1, 'and none after')
@@ -142,9 +155,9 @@ t.test('a periodic task', async (t) => {
       throw new Error(`run ${runs}`)
     }, { onError: (err) => errors.push(err) })
     task.start()
-    await sleep(60)
+    await until('three runs', () => (runs >= 3 ? true : undefined))
     await task.stop()
-    t.ok(runs >= 2, `ran again after failing (${runs} runs)`)
+    t.ok(runs >= 3, `ran again after failing (${runs} runs)`)
     t.equal(errors.length, runs, 'each failure reported')
   })
 

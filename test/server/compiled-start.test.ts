@@ -46,11 +46,27 @@ function environment (tree: string, record: string, extra: Record<string, string
   return env
 }
 
-/** The modules loaded by each process of a record whose command line matches `command`. */
-function loadedBy (record: string, command: RegExp): string[][] {
-  const lines = readFileSync(record, 'utf8').split('\n').filter(Boolean)
-  const pids = lines.filter((l) => / argv /.test(l) && command.test(l.split(' argv ')[1]!)).map((l) => l.split(' ')[0]!)
-  return pids.map((pid) => lines.filter((l) => l.startsWith(`${pid} load `)).map((l) => l.slice(`${pid} load `.length)))
+interface Image { pid: string, modules: string[] }
+
+/**
+ * What each program run recorded whose command line matches `command`: its pid and the
+ * modules it loaded. A process that replaced itself (process.execve, Node 22.15 and later) is
+ * one pid with a run before and a run after.
+ */
+function loadedBy (record: string, command: RegExp): Image[] {
+  const images: Array<Image & { argv: string }> = []
+  const current = new Map<string, Image & { argv: string }>()
+  for (const line of readFileSync(record, 'utf8').split('\n').filter(Boolean)) {
+    const [pid = '', kind, ...rest] = line.split(' ')
+    if (kind === 'argv') {
+      const image = { pid, argv: rest.join(' '), modules: [] }
+      images.push(image)
+      current.set(pid, image)
+    } else if (kind === 'load') {
+      current.get(pid)?.modules.push(rest.join(' '))
+    }
+  }
+  return images.filter((image) => command.test(image.argv))
 }
 
 function storefront (tree: string, record: string, args: string[], extra: Record<string, string> = {}): string {
@@ -103,11 +119,13 @@ t.test('npm start builds dist/ and serves it without a TypeScript loader', async
 
   // Where Node cannot replace the process (no process.execve before 22.15), `serve` started
   // without a heap cap runs itself again with one (bin/heap.js): a launcher and the server.
-  const processes = loadedBy(record, /bin\/storefront\.js serve$/)
-  const server = processes.find((modules) => modules.includes(pathToFileURL(join(tree, 'dist/server.js')).href))
-  const launchers = processes.filter((modules) => modules !== server)
-  t.equal(processes.length, typeof (process as { execve?: unknown }).execve === 'function' ? 1 : 2, 'one serving process (and its launcher, where it needs one)')
-  t.strictSame(launchers.flatMap((modules) => modules.filter((url) => url.startsWith(pathToFileURL(join(tree, 'dist')).href) || isTsx(url))), [], 'the launcher loads neither dist/ nor tsx')
+  // Where it can (22.15 and later) the launcher replaces itself: one process, two runs.
+  const runs = loadedBy(record, /bin\/storefront\.js serve$/)
+  const server = runs.find((run) => run.modules.includes(pathToFileURL(join(tree, 'dist/server.js')).href))?.modules
+  const launchers = runs.filter((run) => run.modules !== server)
+  t.equal(new Set(runs.map((run) => run.pid)).size, typeof (process as { execve?: unknown }).execve === 'function' ? 1 : 2, 'one serving process (and its launcher, where it needs one)')
+  t.equal(launchers.length, 1, 'one launcher run')
+  t.strictSame(launchers.flatMap((run) => run.modules.filter((url) => url.startsWith(pathToFileURL(join(tree, 'dist')).href) || isTsx(url))), [], 'the launcher loads neither dist/ nor tsx')
   t.ok(server?.includes(pathToFileURL(join(tree, 'dist/cli/main.js')).href), 'the server runs dist/cli.js')
   t.ok(server?.includes(pathToFileURL(join(tree, 'dist/server.js')).href), 'and dist/server.js')
   t.strictSame(server?.filter(isTsx), [], 'no module of tsx is loaded')
@@ -121,7 +139,7 @@ t.test('the storefront command runs dist/ while it matches the sources, else the
   const tree = copyCheckout()
   t.teardown(() => rmSync(tree, { recursive: true, force: true }))
   const record = join(tree, 'record.log')
-  const modules = () => loadedBy(record, /bin\/storefront\.js --version$/)[0] ?? []
+  const modules = () => loadedBy(record, /bin\/storefront\.js --version$/)[0]?.modules ?? []
   const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version as string
 
   t.equal(storefront(tree, record, ['--version']).trim(), version, 'a checkout never built: the sources')

@@ -48,3 +48,11 @@ t.test('DB_POOL_SIZE sizes the pool of storefront serve', { skip: usingPostgres 
   const metrics = await (await fetch(`${server.base}/metrics`)).text()
   t.match(metrics, /storefront_db_pool_connections\{state="max"\} 3\b/, 'the pool holds at most 3 connections')
 })
+
+t.test('KEY_CACHE_TTL_MS is at most 5 s, so a revoked key stops everywhere within the 5 s promised', async (t) => {
+  t.equal(loadConfig({}).KEY_CACHE_TTL_MS, 2000, 'the default')
+  t.equal(loadConfig({ KEY_CACHE_TTL_MS: '5000' }).KEY_CACHE_TTL_MS, 5000, '5 s is allowed')
+  t.equal(loadConfig({ KEY_CACHE_TTL_MS: '0' }).KEY_CACHE_TTL_MS, 0, '0: every request looks its key up')
+  t.throws(() => loadConfig({ KEY_CACHE_TTL_MS: '5001' }), { message: 'invalid configuration: KEY_CACHE_TTL_MS must be <= 5000' }, 'longer is refused at start')
+  t.throws(() => loadConfig({ KEY_CACHE_TTL_MS: '-1' }), { message: /KEY_CACHE_TTL_MS must be >= 0/ })
+})

@@ -5,14 +5,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { printedKey, startServer } from '../server-process.ts'
-import { sleep } from '../helper.ts'
+import { until } from '../helper.ts'
 
 const root = new URL('../..', import.meta.url).pathname
 
 t.test('npm start on a fresh checkout: demo catalogue, a printed key, then SIGTERM finishes the request in flight and exits 0', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'sf-serve-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  const server = await startServer(root, { DATA_DIR: dataDir })
+  // Logged at info: the test waits on the server's own account of the request and the stop.
+  const server = await startServer(root, { DATA_DIR: dataDir, LOG_LEVEL: 'info' })
   t.teardown(() => { server.child.kill('SIGKILL') })
 
   const key = printedKey(server.output())
@@ -31,11 +32,11 @@ t.test('npm start on a fresh checkout: demo catalogue, a printed key, then SIGTE
   let response = ''
   socket.on('data', (chunk) => { response += String(chunk) })
   const closed = new Promise((resolve) => socket.once('close', resolve))
-  socket.write(`POST /external/v1/orders HTTP/1.1\r\nHost: localhost\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`)
+  socket.write(`POST /external/v1/orders HTTP/1.1\r\nHost: localhost\r\nX-Api-Key: ${key}\r\nX-Request-Id: in-flight\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`)
   socket.write(body.slice(0, 10))
-  await sleep(300)
+  await until('the server to have the request', () => server.output().includes('"requestId":"in-flight"') ? true : undefined)
   server.child.kill('SIGTERM')
-  await sleep(500)
+  await until('the drain to begin', () => server.output().includes('closing: finishing requests in flight') ? true : undefined)
   socket.end(body.slice(10))
   await closed
 

@@ -68,14 +68,14 @@ t.test('after a roll both secrets are the same key: id, scopes, orders and webho
 })
 
 t.test('the previous secret stops when the grace ends, even while cached', async (t) => {
-  // A cache far longer than the grace: the cached entry itself must carry the end.
-  const cached = await buildTestApp(t, { database, env: { ...ENV, KEY_CACHE_TTL_MS: '60000' } })
+  // A cache longer than the grace (the longest KEY_CACHE_TTL_MS allows): the cached entry itself must carry the end.
+  const cached = await buildTestApp(t, { database, env: { ...ENV, KEY_CACHE_TTL_MS: '5000' } })
   const { id, key: previous } = await makeKey(app, ['products:list'])
   t.equal(await status(cached, previous), 200, 'cached before the roll')
   const rolled = await rollKey(database, id, 2000)
   const ends = Date.parse(rolled.previousKeyExpiresAt)
   // The entry cached before the roll still says "current secret": wait for a fresh lookup.
-  const fresh = await buildTestApp(t, { database, env: { ...ENV, KEY_CACHE_TTL_MS: '60000' } })
+  const fresh = await buildTestApp(t, { database, env: { ...ENV, KEY_CACHE_TTL_MS: '5000' } })
   t.equal(await status(fresh, previous), 200, 'the previous secret works during the grace (and is now cached with its end)')
   t.equal(await status(fresh, rolled.key), 200, 'the new secret works')
   t.ok(Date.now() < ends, 'used before the grace ended')
