@@ -334,31 +334,31 @@ export async function reapplyHolds (tx: Tx, locks: ProductLocks, productIds: rea
   return moved
 }
 
-/**
- * After the transaction's last stock change to these products: whether each can still be
- * ordered, its updated_at, its `product.updated` event and its document. Its content hash is
- * cleared, so the next import counts as a change even if the file is the same (it puts the
- * stock back).
- *
- * Two statements: the first refreshes the rows, records the events and returns what the
- * documents are rendered from (RETURNING gives the new row; its children are read in the same
- * statement); the second writes the documents. Rendering in SQL would save the second round
- * trip but keep the money rules (sellPrice, rounding) twice, in SQL and in lib/money.ts.
- */
-export async function refreshProducts (tx: Tx, locks: ProductLocks, productIds: readonly string[], now: Date): Promise<void> {
-  if (productIds.length === 0) return
-  mustHold(locks, productIds)
-  const rows = await execute<ProductRow>(tx, sql`with refreshed as (
-      update products p set updated_at = ${now.toISOString()}::timestamptz, content_hash = null,
+const REFRESH = statement(sql`with refreshed as (
+      update products p set updated_at = $2::timestamptz, content_hash = null,
         available = p.is_available and case
           when exists (select 1 from combinations c where c.product_id = p.id)
             then exists (select 1 from combinations c where c.product_id = p.id and c.is_available and (c.quantity is null or c.quantity > 0))
           else p.quantity is null or p.quantity > 0 end
-      where p.id = any(${uuids(productIds)})
+      where p.id = any($1::uuid[])
       returning p.id, p.name, p.sku, p.barcode, p.quantity, p.price, p.is_available, p.available, p.image_url, p.brand_id, p.updated_at),
     events as (${insertEvents({ type: 'product.updated', resourceId: sql`id`, from: sql`refreshed` })})
     select ${PRODUCT_COLUMNS} from refreshed p`)
-  await writeDocuments(tx, rows.map((row) => documentOf(row, now)))
+
+/**
+ * After the transaction's last stock change to these products: whether each can still be
+ * ordered, its updated_at and its `product.updated` event, in one statement, which also
+ * returns what their documents are rendered from (RETURNING gives the new row; its children
+ * are read in the same statement); answers the documents, for `writeDocuments`. Rendering in
+ * SQL would spare that second statement but keep the money rules (sellPrice, rounding) twice,
+ * in SQL and in lib/money.ts. The content hash is cleared, so the next import counts as a
+ * change even if the file is the same (it puts the stock back).
+ */
+export async function refreshProducts (tx: Tx, locks: ProductLocks, productIds: readonly string[], now: Date): Promise<ProductDocument[]> {
+  if (productIds.length === 0) return []
+  mustHold(locks, productIds)
+  const rows = await runStatement<ProductRow>(tx, REFRESH, [uuidArray(productIds), now.toISOString()])
+  return rows.map((row) => documentOf(row, now))
 }
 
 const REWRITE_BATCH = 500
@@ -370,15 +370,19 @@ const REWRITE_BATCH = 500
 export async function rewriteDocuments (tx: Tx, locks: ProductLocks, productIds: readonly string[], now: Date): Promise<void> {
   mustHold(locks, productIds)
   for (let i = 0; i < productIds.length; i += REWRITE_BATCH) {
-    await writeDocuments(tx, await renderDocuments(tx, productIds.slice(i, i + REWRITE_BATCH), now))
+    await writeDocuments(tx, locks, await renderDocuments(tx, productIds.slice(i, i + REWRITE_BATCH), now))
   }
 }
 
-async function writeDocuments (tx: Tx, documents: ProductDocument[]): Promise<void> {
-  if (documents.length === 0) return
-  const rows = documents.map((d) => ({ product_id: d.id, body: d.body, etag: d.etag, price_changes_at: d.priceChangesAt?.toISOString() ?? null }))
-  await tx.execute(sql`insert into product_documents as d (product_id, body, etag, price_changes_at)
+const WRITE_DOCUMENTS = statement(sql`insert into product_documents as d (product_id, body, etag, price_changes_at)
     select product_id, body, etag, price_changes_at
-    from json_to_recordset(${JSON.stringify(rows)}::json) as x(product_id uuid, body text, etag text, price_changes_at timestamptz)
+    from json_to_recordset($1::json) as x(product_id uuid, body text, etag text, price_changes_at timestamptz)
     on conflict (product_id) do update set body = excluded.body, etag = excluded.etag, price_changes_at = excluded.price_changes_at`)
+
+/** Writes documents of locked products (rendered by refreshProducts, or renderDocuments). */
+export async function writeDocuments (tx: Tx, locks: ProductLocks, documents: readonly ProductDocument[]): Promise<void> {
+  if (documents.length === 0) return
+  mustHold(locks, documents.map((d) => d.id))
+  const rows = documents.map((d) => ({ product_id: d.id, body: d.body, etag: d.etag, price_changes_at: d.priceChangesAt?.toISOString() ?? null }))
+  await runStatement(tx, WRITE_DOCUMENTS, [JSON.stringify(rows)])
 }

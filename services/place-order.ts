@@ -54,7 +54,7 @@ export async function placeOrder (stock: StockKeeper, input: PlaceOrderInput, no
     const held = reservation === null ? undefined : await reservationForOrder(shelf, input.apiKeyId, reservation, request.lines)
     const priced = shelf.price('ordered', request.lines, sellables, held)
     // Where stock leaves the shelf: every decrement of this order in one round trip.
-    await shelf.take(priced, input.mode, held)
+    shelf.take(priced, input.mode, held)
     const deliveryFee: Cents = request.address ? toCents(input.settings.deliveryFee) : 0
     if (priced.total + deliveryFee > MAX_AMOUNT_CENTS) throw apiError('order_creation_failed', 'The order total is larger than an order can hold')
     const id = crypto.randomUUID()

@@ -60,7 +60,7 @@ export async function holdStock (stock: StockKeeper, input: HoldInput, now = new
     // A test key's hold takes nothing, so it waits for no one's lock.
     const sellables = await shelf.load(request.lines, { lock: input.mode === 'live' })
     const priced = shelf.price('held', request.lines, sellables)
-    await shelf.take(priced, input.mode)
+    shelf.take(priced, input.mode)
     if (await lockAndCountActive(shelf.tx, input.apiKeyId) >= MAX_ACTIVE_RESERVATIONS) throw apiError('reservation_limit_reached')
     const reservation = await insertReservation(shelf.tx, {
       id: crypto.randomUUID(),

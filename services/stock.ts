@@ -11,7 +11,7 @@ import type { Database, Tx } from '../db/client.ts'
 import { claimIdempotencyKey, findIdempotencyRecord, storeIdempotentResponse, type IdempotencyRecord } from '../db/idempotency.ts'
 import {
   freeHeld, giveBackOrder, holdLines, insertHoldLines, loadSellables, lockProducts, ProductLocks, reapplyHolds, refreshProducts, rewriteDocuments,
-  setImportedStock, takeStock, type HoldLine, type ImportedStock, type SellableRow, type Sellables, type StockMove
+  setImportedStock, takeStock, writeDocuments, type HoldLine, type ImportedStock, type SellableRow, type Sellables, type StockMove
 } from '../db/stock.ts'
 import { STOCK_RETRY } from '../config.ts'
 import { apiError, type ErrorDetail, type LineFailureReason } from '../errors.ts'
@@ -133,7 +133,9 @@ function chooseRow (line: OrderLine, sellables: Sellables): { row: SellableRow, 
 /**
  * One stock write's transaction: the products it locked, and what it changed. Stock changes
  * only after `lock` (or `adopt`); the documents of what changed are written by `finish`, once
- * every change is made.
+ * every change is made. Statements whose answer the write does not need at once (the
+ * decrements, the documents) are sent without waiting for it, so they travel with the next
+ * one (one round trip for both); their outcome is checked by `settle` before the commit.
  */
 export class Shelf {
   #locks: ProductLocks | null = null
@@ -142,6 +144,8 @@ export class Shelf {
   /** Products whose documents are rendered again at the end (an import wrote them, a price changed). */
   readonly #rewrite = new Set<string>()
   #finished = false
+  /** Statements sent and not yet waited for, in the order they were sent. */
+  readonly #sent: Array<Promise<unknown>> = []
 
   constructor (readonly tx: Tx, readonly now: Date) {}
 
@@ -198,19 +202,31 @@ export class Shelf {
 
   /**
    * Takes the priced lines' tracked units for a live key (a test key takes none), beyond what
-   * a reservation already holds for them; marks each line with the units it took.
+   * a reservation already holds for them; marks each line with the units it took. The
+   * decrements are sent, not waited for (see the class).
    */
-  async take (priced: PricedLines, mode: OrderMode, held: HeldUnits = new Map()): Promise<void> {
+  take (priced: PricedLines, mode: OrderMode, held: HeldUnits = new Map()): void {
     if (mode !== 'live') return
     const takes = priced.stock
       .map((s) => ({ ...s, quantity: s.quantity - (held.get(s.id) ?? 0) }))
       .filter((s) => s.quantity > 0)
-    if (await takeStock(this.tx, this.locks, takes) !== null) {
+    this.#send(takeStock(this.tx, this.locks, takes).then((failed) => {
       // The stock was checked under the products' locks: nothing can have taken it since.
-      throw new Error('stock taken under its lock by another transaction')
-    }
+      if (failed !== null) throw new Error('stock taken under its lock by another transaction')
+    }))
     for (const s of takes) this.#moved.add(s.productId)
     for (const s of priced.stock) for (const i of s.lines) priced.items[i]!.taken = priced.items[i]!.quantity
+  }
+
+  #send (statement: Promise<unknown>): void {
+    // Its failure is reported by `settle`; until then it must not count as unhandled.
+    statement.catch(() => {})
+    this.#sent.push(statement)
+  }
+
+  /** Waits for every statement sent; the first that failed fails the write. */
+  async settle (): Promise<void> {
+    for (const statement of this.#sent.splice(0)) await statement
   }
 
   /** A new reservation's lines: each holds the units its line took (none when untracked or for a test key, which locks nothing). */
@@ -270,7 +286,7 @@ export class Shelf {
     const locks = this.#locksIfAny
     this.#finished = true
     if (this.#moved.size === 0 && this.#rewrite.size === 0) return
-    await refreshProducts(this.tx, locks, [...this.#moved], this.now)
+    this.#send(writeDocuments(this.tx, locks, await refreshProducts(this.tx, locks, [...this.#moved], this.now)))
     await rewriteDocuments(this.tx, locks, [...this.#rewrite].filter((id) => !this.#moved.has(id)), this.now)
   }
 }
@@ -330,8 +346,14 @@ export class StockKeeper {
             return { replayed: true as const, record: (await findIdempotencyRecord(tx, idempotency.apiKeyId, idempotency.key))! }
           }
           const shelf = new Shelf(tx, now)
-          const result = await work(shelf)
-          await shelf.finish()
+          let result: R
+          try {
+            result = await work(shelf)
+            await shelf.finish()
+          } finally {
+            // A statement sent earlier that failed explains a later one's failure (the transaction was aborted).
+            await shelf.settle()
+          }
           if (idempotency !== null) await storeIdempotentResponse(tx, idempotency.apiKeyId, idempotency.key, idempotency.response(result))
           return { replayed: false as const, result, changed: shelf.changed }
         })

@@ -6,7 +6,7 @@ import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { execute } from '../../db/client.ts'
 import { countMatchingProducts } from '../../db/products.ts'
-import { lockProducts, refreshProducts } from '../../db/stock.ts'
+import { lockProducts, refreshProducts, writeDocuments } from '../../db/stock.ts'
 import { findSearchMatches } from '../../db/search.ts'
 import type { ProductFilters } from '../../db/product-filters.ts'
 import { checkCatalog } from '../../lib/catalog-file.ts'
@@ -135,7 +135,10 @@ t.test('search pages and totals equal a plain scan', async (t) => {
   const [row] = await execute<{ id: string }>(db, sql`select id from products where available limit 1`)
   await db.execute(sql`update products set quantity = 0 where id = ${row!.id}`)
   await db.execute(sql`update combinations set quantity = 0 where product_id = ${row!.id}`)
-  await db.transaction(async (tx) => refreshProducts(tx, await lockProducts(tx, [row!.id]), [row!.id], new Date()))
+  await db.transaction(async (tx) => {
+    const locks = await lockProducts(tx, [row!.id])
+    await writeDocuments(tx, locks, await refreshProducts(tx, locks, [row!.id], new Date()))
+  })
   await expectExact(t, 'after a stock change')
 
   await importFile(catalogue(30, 2).slice(4, 25), true)

@@ -6,7 +6,7 @@ import fastJsonStringify from 'fast-json-stringify'
 import t from 'tap'
 import type { App } from '../../app.ts'
 import { execute } from '../../db/client.ts'
-import { lockProducts, refreshProducts } from '../../db/stock.ts'
+import { lockProducts, refreshProducts, writeDocuments } from '../../db/stock.ts'
 import { entityTag } from '../../lib/entity-tag.ts'
 import { Product, productSchemas } from '../../schemas/products.ts'
 import { productTag } from '../../services/catalog-cache.ts'
@@ -82,7 +82,8 @@ t.test('refreshProducts rewrites the document in the caller\'s transaction', asy
   const now = new Date()
   await t.rejects(database.db.transaction(async (tx) => {
     await execute(tx, sql`update products set quantity = 0 where id = ${product.id}`)
-    await refreshProducts(tx, await lockProducts(tx, [product.id]), [product.id], now)
+    const locks = await lockProducts(tx, [product.id])
+    await writeDocuments(tx, locks, await refreshProducts(tx, locks, [product.id], now))
     const [inside] = await execute<{ body: string }>(tx, sql`select body from product_documents where product_id = ${product.id}`)
     t.match(JSON.parse(inside!.body), { quantity: 0, isAvailable: false, updatedAt: now.toISOString() }, 'rewritten inside it')
     throw new Error('roll back')
