@@ -1,13 +1,15 @@
 // The documents hold to the code and to each other: every relative link (and #anchor) in
 // README.md, docs/*.md and bench/README.md resolves; every setting of config.ts has exactly
 // one row in the configuration table, with its default; every path docs/architecture.md
-// names in backticks exists. Each check is a function, also run on a broken sample, so a
+// names in backticks exists; every error code of errors.ts is in the integrators' table with
+// its status. Each check is a function, also run on a broken sample, so a
 // check that could no longer fail is seen.
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { ConfigSchema } from '../../config.ts'
+import { ERRORS } from '../../errors.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
@@ -153,6 +155,19 @@ function missingPaths (text: string, exists: (path: string) => boolean, ignored:
   return namedPaths(text).filter((path) => !ignored.has(path.split('/')[0]!) && !exists(path.replace(/\/$/, '')))
 }
 
+/** The error codes missing from a `| status | code | when |` table, or shown with another status. */
+function errorCodeProblems (text: string, errors: Record<string, { status: number }>): string[] {
+  const shown = new Map<string, string>()
+  for (const [, status, codes] of prose(text).matchAll(/^\|\s*(\d{3})\s*\|([^|]*)\|/gm)) {
+    for (const [, code] of codes!.matchAll(/`([a-z_]+)`/g)) shown.set(code!, status!)
+  }
+  return Object.entries(errors).flatMap(([code, { status }]) => {
+    const at = shown.get(code)
+    if (at === undefined) return [`${code} is not in the table of errors`]
+    return at === String(status) ? [] : [`${code} is shown as ${at}, answers ${status}`]
+  })
+}
+
 const settings = ConfigSchema.properties as Record<string, { default?: unknown }>
 
 t.test('every relative link and anchor resolves', async (t) => {
@@ -176,6 +191,10 @@ t.test('every path docs/architecture.md names exists', async (t) => {
   t.strictSame(missingPaths(text, existsInRepository, ignoredFolders()), [])
 })
 
+t.test('every error code is in the integrators\' table of errors, with its status', async (t) => {
+  t.strictSame(errorCodeProblems(readFileSync(join(ROOT, 'docs/integrators.md'), 'utf8'), ERRORS), [])
+})
+
 t.test('each check finds what is broken', async (t) => {
   const documents: Documents = new Map([
     ['README.md', '# Title\n\n[ok](docs/a.md#a-b) [gone](docs/nothing.md) [no heading](docs/a.md#nowhere) [self](#title)\n\n```sh\n[not a link](nowhere.md)\n```\n'],
@@ -196,6 +215,10 @@ t.test('each check finds what is broken', async (t) => {
   ])
   const architecture = 'The `services/stock.ts` and `db/`, `servics/stock.ts`, `gone/`, `gone.ts`, `dist/cli/main.js` (ignored: built); not paths: `/external/v1`, `@fastify/swagger`, `Database.snapshot`, `a b/c`.\n```\n`nor/in/code.ts`\n```\n'
   t.strictSame(missingPaths(architecture, existsInRepository, new Set(['dist'])), ['servics/stock.ts', 'gone/', 'gone.ts'])
+  t.strictSame(errorCodeProblems('| status | code | when |\n|---|---|---|\n| 400 | `a_code`, `b_code` | x |\n| 404 | `c_code` | y |\n', { a_code: { status: 400 }, b_code: { status: 409 }, c_code: { status: 404 }, d_code: { status: 500 } }), [
+    'b_code is shown as 400, answers 409',
+    'd_code is not in the table of errors'
+  ])
   t.strictSame(documentedDefault({}), 'unset')
   t.strictSame(documentedDefault({ default: '' }), 'empty')
   t.strictSame(documentedDefault({ default: false }), '`false`')
