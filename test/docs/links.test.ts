@@ -1,9 +1,9 @@
 // The documents hold to the code and to each other: every relative link (and #anchor) in
 // README.md, docs/*.md and bench/README.md resolves; every setting of config.ts has exactly
-// one row in the configuration table, with its default; every path docs/architecture.md
-// names in backticks exists; every error code of errors.ts is in the integrators' table with
-// its status. Each check is a function, also run on a broken sample, so a
-// check that could no longer fail is seen.
+// one row in the configuration table, with its default; every path docs/architecture.md names
+// in backticks exists; every error code of errors.ts is in the integrators' table with its
+// status. Each check is a function, also run on a broken sample, so a check that could no
+// longer fail is seen.
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
 import { fileURLToPath } from 'node:url'
