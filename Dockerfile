@@ -5,7 +5,7 @@
 # (.ci/run). Node 20 ended in April 2026; 26 works as well and is one FROM line away.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
-# patches/ before the install: its postinstall step patches the database driver (see the README).
+# patches/ before the install: its postinstall step patches the database driver (see docs/architecture.md).
 COPY package.json package-lock.json ./
 COPY patches ./patches
 RUN npm ci --no-audit --no-fund
@@ -27,7 +27,7 @@ USER node
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Configuration comes only from the environment (see the README). Operator commands:
+# Configuration comes only from the environment (see docs/operators.md). Operator commands:
 # docker exec … node bin/storefront.js keys list
 # `serve` caps its own heap (HEAP_LIMIT_MB, bin/heap.js): no flag is needed here. The exec
 # form makes node PID 1 with nothing in between: `docker stop`'s SIGTERM reaches the server,

@@ -98,7 +98,7 @@ function toProduct (row: ProductRow, now: Date): PricedProduct {
     ? row.quantity
     : combinations.some((c) => c.quantity === null) ? null : combinations.reduce((sum, c) => sum + c.quantity!, 0)
   // In the response schema's key order: JSON.stringify of it is, byte for byte, what the
-  // schema's serializer would send (test/db/product-documents.test.ts holds it to that).
+  // schema's serializer would send (test/services/read-model.test.ts holds it to that).
   return {
     product: {
       id: row.id,

@@ -1,8 +1,8 @@
-// The database driver as patched in patches/ (postgres.js 3.4.9, see the README): a
+// The database driver as patched in patches/ (postgres.js 3.4.9, see docs/architecture.md): a
 // connection whose socket closes while a small write waits for its setImmediate must still
 // connect again. Unpatched, the next connection's start-up message joins the stale buffer and
 // is never sent: every later attempt ends in CONNECT_TIMEOUT, and the pool never recovers
-// from a database outage (seen in test/outages.test.ts as retries answering 503 for good).
+// from a database outage (seen in test/server/outages.test.ts as retries answering 503 for good).
 import { once } from 'node:events'
 import { connect, type Socket } from 'node:net'
 import postgres from 'postgres'

@@ -1,4 +1,4 @@
-// An integrator's sync client, as the README's guide tells it to work: take the head of the
+// An integrator's sync client, as docs/integrators.md tells it to work: take the head of the
 // feed, crawl the lists by cursor, then follow the feed, reading each resource it names. While
 // it runs, a storm of orders, status changes and imports hits the store on two instances.
 // Its copy must end identical to the service's own state.
