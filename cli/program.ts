@@ -101,7 +101,7 @@ export async function buildProgram (argv: string[]): Promise<Command> {
 With --json a command prints one JSON document on stdout. Exit codes: 0 done, 2 bad
 input or usage, 1 any other failure.
 Every command has its own help: storefront keys --help, storefront keys create --help.
-Configuration comes from the environment (DATABASE_URL, DATA_DIR, …); see the README.`)
+Configuration comes from the environment (DATABASE_URL, DATA_DIR, …); see docs/operators.md.`)
   program.hook('preAction', async () => {
     const { loadConfig } = await import('../config.ts')
     loaded ??= loadConfig()

@@ -23,8 +23,6 @@ const REMOVE_CHUNK = 5000
 export interface WriterOptions {
   /** Delete the products the file does not list: the catalogue becomes exactly the file. */
   replace?: boolean
-  /** Called after each batch is written, with the products read so far. */
-  onProgress?: (products: number) => void
   /** Products per batch (IMPORT_BATCH). */
   batchSize?: number
 }
@@ -249,10 +247,7 @@ export class CatalogWriter {
     // Categories and brands read so far first, so the products can name them.
     await this.writeGroups('categories')
     await this.writeGroups('brands')
-    if (batch.length === 0) {
-      if (read.length > 0) this.options.onProgress?.(this.checker.counts.products)
-      return
-    }
+    if (batch.length === 0) return
     const unknown = { category: new Set<string>(), brand: new Set<string>() }
     for (const { product: p } of batch) {
       for (const id of p.categoryIds ?? []) if (!this.known('category', id)) unknown.category.add(id.toLowerCase())
@@ -323,7 +318,6 @@ export class CatalogWriter {
         combinations: (p.combinations ?? []).map((c) => ({ id: c.id, quantity: c.quantity ?? null }))
       })), created)
     }
-    this.options.onProgress?.(this.checker.counts.products)
   }
 
   private async replaceChildren (batch: Array<{ index: number, product: CatalogProduct }>, updated: string[]): Promise<void> {

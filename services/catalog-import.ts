@@ -7,7 +7,7 @@
 // (db/stock.ts), writes the rows in batches (db/catalog.ts) and sets the file's stock through
 // the stock owner (services/stock.ts), which takes the active holds from it again and renders
 // the documents last.
-import { analyzeCatalog, CatalogWriter, lockCatalogImports, planImport, type SpooledItem, type WriterOptions } from '../db/catalog.ts'
+import { analyzeCatalog, CatalogWriter, IMPORT_BATCH, lockCatalogImports, planImport, type SpooledItem, type WriterOptions } from '../db/catalog.ts'
 import type { Database } from '../db/client.ts'
 import { renumberProducts } from '../db/products.ts'
 import { resetCatalog } from '../db/settings.ts'
@@ -20,7 +20,10 @@ import { StockKeeper, type Shelf } from './stock.ts'
 
 export { IMPORT_BATCH } from '../db/catalog.ts'
 
-export type ImportOptions = WriterOptions
+export interface ImportOptions extends WriterOptions {
+  /** Called as the file is read and checked, every batch of products and at its end, with the products read so far. */
+  onProgress?: (products: number) => void
+}
 
 export interface ImportSummary {
   /** Items in the file. */
@@ -45,7 +48,7 @@ export async function importCatalog (database: Database, source: CatalogSource, 
   const checker = new CatalogChecker()
   const spool = await Spool.create<SpooledItem>('storefront-import')
   try {
-    await readInto(spool, checker, isEntries(source) ? source : catalogEntries(source))
+    await readInto(spool, checker, isEntries(source) ? source : catalogEntries(source), options)
     const counts = await new StockKeeper(database).run((shelf) => writeCatalog(shelf, spool, checker, options))
     // Every committed import, even one that changed no product: category and brand names may
     // have. Every instance drops its whole cache (per-product freshness is for orders and the sweep).
@@ -62,19 +65,22 @@ export async function importCatalog (database: Database, source: CatalogSource, 
 }
 
 /** Phase one: every item checked, the valid ones spooled; throws the file's problems, if it has any. */
-async function readInto (spool: Spool<SpooledItem>, checker: CatalogChecker, entries: Iterable<JsonStreamEntry> | AsyncIterable<JsonStreamEntry>): Promise<void> {
+async function readInto (spool: Spool<SpooledItem>, checker: CatalogChecker, entries: Iterable<JsonStreamEntry> | AsyncIterable<JsonStreamEntry>, options: ImportOptions): Promise<void> {
+  const every = options.batchSize ?? IMPORT_BATCH
   try {
     for await (const entry of entries) {
       const item = checker.check(entry)
       // After the first problem nothing is kept (nothing will be written), but the rest of
       // the file is still checked, so one run lists every problem.
       if (item && checker.ok) await spool.add(item.section === 'products' ? { ...item, hash: jsonHash(item.item) } : item)
+      if (item?.section === 'products' && checker.counts.products % every === 0) options.onProgress?.(checker.counts.products)
     }
   } catch (err) {
     if (!(err instanceof JsonStreamError)) throw err
     checker.unreadable(err)
   }
   if (!checker.ok) throw checker.error()
+  if (checker.counts.products % every !== 0) options.onProgress?.(checker.counts.products)
   await spool.close()
 }
 

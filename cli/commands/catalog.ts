@@ -95,7 +95,7 @@ While stderr is a terminal a progress line shows the products read and the rate.
 end one line says how many products were created, updated, unchanged and removed; with
 --json, the same as { categories, brands, products, created, updated, unchanged, removed }.
 Products removed by --replace take their variants, combinations and discounts with them;
-orders keep their items. The file's format is in the README (examples/catalog.json).`)
+orders keep their items. The file's format is in docs/operators.md (example: examples/catalog.json).`)
     .action(async (source: string, options: Output & { replace?: boolean }) => {
       const entries = await readCatalogSource(source)
       const progress = process.stderr.isTTY ? progressLine() : undefined

@@ -438,8 +438,8 @@ t.test('catalog import shows its progress on a terminal', { skip: script || proc
     child.on('close', (code) => resolve({ code, stdout, stderr: '' }))
   })
   t.equal(result.code, 0, result.stdout)
-  // Rewritten in place (carriage return, erase line) as each batch of 1,000 is written (the
-  // next is read meanwhile), then erased.
+  // Rewritten in place (carriage return, erase line) as each 1,000 products of the file are
+  // read and checked, then erased.
   const shown = result.stdout.replaceAll('\r\u001b[K', '<erase>')
   t.match(shown, /^<erase>importing: 1,\d{3} products read, [\d,]+ a second<erase>importing: 2,\d{3} products read, [\d,]+ a second<erase>importing: 2,500 products read, [\d,]+ a second<erase>/)
   t.match(shown, /<erase>imported 2500 products: 2500 created, 0 updated, 0 unchanged, 0 removed \(0 categories, 0 brands\)\r?\n$/, 'the line erased, then the summary')
