@@ -4,7 +4,7 @@
 import { sql } from 'drizzle-orm'
 import type { OrderMode } from '../schemas/orders.ts'
 import type { ReservationStatus } from '../schemas/reservations.ts'
-import { execute, type Tx } from './client.ts'
+import { execute, runStatement, statement, type Tx } from './client.ts'
 
 export interface ReservationItem { productId: string, combinationId: string | null, quantity: number }
 
@@ -43,16 +43,25 @@ function toRecord (row: RawReservation): ReservationRecord {
   }
 }
 
-/** How many active reservations the key has, counted while no other hold of the key can add one. */
-export async function lockAndCountActive (tx: Tx, apiKeyId: string): Promise<number> {
-  // A transaction lock per key: two holds of one key never both see 99. Other keys never wait on it.
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended('reservations:' || ${apiKeyId}, 0))`)
-  return countActive(tx, apiKeyId)
+const LOCK_KEY_HOLDS = statement(sql`select pg_advisory_xact_lock(hashtextextended('reservations:' || $1::text, 0))`)
+const COUNT_ACTIVE = statement(sql`select count(*)::int as n from reservations where api_key_id = $1::uuid and status = 'active'`)
+
+/** How many active reservations the key has (a look without the key's lock). */
+export async function countActive (tx: Tx, apiKeyId: string): Promise<number> {
+  return (await runStatement<{ n: number }>(tx, COUNT_ACTIVE, [apiKeyId]))[0]!.n
 }
 
-export async function countActive (tx: Tx, apiKeyId: string): Promise<number> {
-  const [row] = await execute<{ n: number }>(tx, sql`select count(*)::int as n from reservations where api_key_id = ${apiKeyId}::uuid and status = 'active'`)
-  return row!.n
+/**
+ * How many active reservations the key has, counted while no other hold of the key can add
+ * one: a transaction lock per key, so two holds of one key never both see 99, and other keys
+ * never wait on it. Two statements sent together: the count is a statement of its own, so it
+ * reads after the lock is granted.
+ */
+export async function lockAndCountActive (tx: Tx, apiKeyId: string): Promise<number> {
+  const locked = runStatement(tx, LOCK_KEY_HOLDS, [apiKeyId])
+  const counted = runStatement<{ n: number }>(tx, COUNT_ACTIVE, [apiKeyId])
+  await locked
+  return (await counted)[0]!.n
 }
 
 export interface NewReservation {
@@ -84,13 +93,21 @@ export interface LockedReservation {
   status: ReservationStatus
   /** Its expiresAt has passed (it may not be swept yet). */
   lapsed: boolean
+  /** Its lines, with the units each holds now. */
+  lines: Array<ReservationItem & { held: number }>
 }
 
-/** The key's reservation, its row locked until the transaction ends (after its products': see db/stock.ts). */
+const LOCK_RESERVATION = statement(sql`select r.id, r.status, r.expires_at <= $3::timestamptz as lapsed,
+    coalesce((select json_agg(json_build_object('productId', i.product_id, 'combinationId', i.combination_id, 'quantity', i.quantity, 'held', i.held) order by i.line)
+      from reservation_items i where i.reservation_id = r.id), '[]'::json) as lines
+  from reservations r where r.id = $1::uuid and r.api_key_id = $2::uuid for update of r`)
+
+/**
+ * The key's reservation with its lines, its row locked until the transaction ends. Its products
+ * are locked first (db/stock.ts), so what its lines hold cannot change meanwhile.
+ */
 export async function lockReservation (tx: Tx, apiKeyId: string, id: string, now: Date): Promise<LockedReservation | null> {
-  const [row] = await execute<LockedReservation>(tx, sql`
-    select id, status, expires_at <= ${now.toISOString()}::timestamptz as lapsed from reservations
-    where id = ${id}::uuid and api_key_id = ${apiKeyId}::uuid for update`)
+  const [row] = await runStatement<LockedReservation>(tx, LOCK_RESERVATION, [id, apiKeyId, now.toISOString()])
   return row ?? null
 }
 

@@ -184,16 +184,15 @@ export async function takeStock (tx: Tx, locks: ProductLocks, takes: readonly St
 }
 
 /**
- * One statement adding units back to stock rows still tracked, of the products they were taken
- * from; the rows it changed name their products.
+ * Adding the units of `back` (id, product_id, units, combination) back to stock rows still
+ * tracked, of the products they were taken from; `p` and `c` name the products they changed.
  */
 const GIVE_BACK = sql.raw(`
     p as (update products set quantity = products.quantity + back.units from back
           where not back.combination and products.id = back.id and products.quantity is not null returning products.id),
     c as (update combinations set quantity = combinations.quantity + back.units from back
           where back.combination and combinations.id = back.id and combinations.product_id = back.product_id
-            and combinations.quantity is not null returning combinations.product_id as id)
-    select id::text as id from p union select id::text from c`)
+            and combinations.quantity is not null returning combinations.product_id as id)`)
 
 /**
  * Gives units back to their stock rows; returns the products whose stock moved. Rows gone or
@@ -214,7 +213,8 @@ export async function giveBack (tx: Tx, locks: ProductLocks, moves: readonly Sto
   const moved = await execute<{ id: string }>(tx, sql`with back as (
       select * from unnest(${uuids(rows.map((r) => r.id))}, ${uuids(rows.map((r) => r.productId))}, ${`{${rows.map((r) => r.quantity).join(',')}}`}::integer[],
         ${`{${rows.map((r) => r.owner === 'combinations').join(',')}}`}::boolean[]) as back(id, product_id, units, combination)
-    ), ${GIVE_BACK}`)
+    ), ${GIVE_BACK}
+    select id::text as id from p union select id::text from c`)
   return moved.map((r) => r.id)
 }
 
@@ -237,23 +237,35 @@ export async function holdLines (tx: Tx, reservationIds: readonly string[]): Pro
     from reservation_items where reservation_id = any(${uuids(reservationIds)}) order by reservation_id, line`)
 }
 
+// A hold's lines freed ($1: the reservations), returning what each held (a self-join reads the
+// value before the update). With GIVE_BACK_HELD, those units go back to their stock rows, for
+// the products this transaction locked ($2).
+const FREED = sql.raw(`freed as (
+      update reservation_items i set held = 0 from reservation_items o
+      where i.reservation_id = any($1::uuid[]) and i.held > 0 and o.reservation_id = i.reservation_id and o.line = i.line
+      returning i.product_id, i.combination_id, o.held
+    )`)
+const SOLD_HELD = statement(sql`with ${FREED} select coalesce(json_agg(distinct product_id::text), '[]') as freed, '[]'::json as moved from freed`)
+const GIVE_BACK_HELD = statement(sql`with ${FREED}, back as (
+      select coalesce(combination_id, product_id) as id, product_id, sum(held)::int as units, combination_id is not null as combination
+      from freed where product_id = any($2::uuid[]) group by 1, 2, 4
+    ), ${GIVE_BACK}, moved as (select id from p union select id from c)
+    select coalesce((select json_agg(distinct product_id::text) from freed), '[]') as freed,
+      coalesce((select json_agg(id::text) from moved), '[]') as moved`)
+
 /**
- * Ends what the reservations hold. `giveBack`: the units go back to their stock rows (a release,
- * an expiry); otherwise they are sold (an order consumed the hold). Returns the products whose
- * stock moved.
+ * Ends what the reservations hold, in one statement. `giveBack`: the units go back to their
+ * stock rows (a release, an expiry); otherwise they are sold (an order consumed the hold).
+ * Returns the products whose stock moved.
  */
 export async function freeHeld (tx: Tx, locks: ProductLocks, reservationIds: readonly string[], options: { giveBack: boolean }): Promise<string[]> {
   if (reservationIds.length === 0) return []
-  const lines = await holdLines(tx, reservationIds)
-  mustHold(locks, lines.filter((l) => l.held > 0).map((l) => l.productId))
-  await tx.execute(sql`update reservation_items set held = 0 where reservation_id = any(${uuids(reservationIds)}) and held > 0`)
-  if (!options.giveBack) return []
-  return giveBack(tx, locks, lines.map((l) => ({
-    owner: l.combinationId ? 'combinations' : 'products',
-    id: l.combinationId ?? l.productId,
-    productId: l.productId,
-    quantity: l.held
-  })))
+  const [row] = options.giveBack
+    ? await runStatement<{ freed: string[], moved: string[] }>(tx, GIVE_BACK_HELD, [uuidArray(reservationIds), uuidArray(locks.ids)])
+    : await runStatement<{ freed: string[], moved: string[] }>(tx, SOLD_HELD, [uuidArray(reservationIds)])
+  // Lines of products outside the lock order were changed: the transaction must not commit.
+  mustHold(locks, row!.freed)
+  return row!.moved
 }
 
 /** An order line as stored, with the units it took from stock. */

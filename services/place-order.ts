@@ -13,7 +13,7 @@ import { toCents, toDecimalText, type Cents } from '../lib/money.ts'
 import { jsonHash } from '../lib/json-hash.ts'
 import { ORDER_SHAPE_VERSION, SHAPE_BEFORE_MODE, type OrderMode, type OrderSummary } from '../schemas/orders.ts'
 import { readOrderRequest } from './order-request.ts'
-import { consumeReservation, findReservation, reservationForOrder } from './reservations.ts'
+import { consumeReservation, reservationForOrder } from './reservations.ts'
 import { MAX_AMOUNT_CENTS, type StockKeeper } from './stock.ts'
 
 export interface PlaceOrderInput {
@@ -46,12 +46,11 @@ export async function placeOrder (stock: StockKeeper, input: PlaceOrderInput, no
       }
   const written = await stock.runIdempotent(idempotency, async (shelf) => {
     const request = readOrderRequest(input.body, input.settings)
-    // With a reservation its products are locked with the order's, its held units count as
-    // this order's stock and are not taken twice. A test order (without one) takes nothing,
-    // so it waits for no one's lock.
-    const reservation = request.reservationId === null ? null : await findReservation(shelf, input.apiKeyId, request.reservationId)
-    const sellables = await shelf.load(request.lines, { lock: input.mode === 'live' || reservation !== null, alsoLock: reservation?.productIds })
-    const held = reservation === null ? undefined : await reservationForOrder(shelf, input.apiKeyId, reservation, request.lines)
+    // The lines' products are locked first; a reservation the order names must hold the same
+    // products (else reservation_mismatch), and its held units count as this order's stock,
+    // not taken twice. A test order (without one) takes nothing, so it waits for no one's lock.
+    const sellables = await shelf.load(request.lines, { lock: input.mode === 'live' || request.reservationId !== null })
+    const held = request.reservationId === null ? undefined : await reservationForOrder(shelf, input.apiKeyId, request.reservationId, request.lines)
     const priced = shelf.price('ordered', request.lines, sellables, held)
     // Where stock leaves the shelf: every decrement of this order in one round trip.
     shelf.take(priced, input.mode, held)

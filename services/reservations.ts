@@ -55,21 +55,31 @@ export async function holdStock (stock: StockKeeper, input: HoldInput, now = new
       }
   const written = await stock.runIdempotent(idempotency, async (shelf) => {
     const request = readHoldRequest(input.body)
-    // A cheap look first; the exact count is taken again under the key's lock below.
-    if (await countActive(shelf.tx, input.apiKeyId) >= MAX_ACTIVE_RESERVATIONS) throw apiError('reservation_limit_reached')
+    // A key at its limit is told so before any line is judged: a look at its count, sent with
+    // the lines' reading (one round trip); the exact count is taken again under the key's lock.
+    const counting = countActive(shelf.tx, input.apiKeyId)
     // A test key's hold takes nothing, so it waits for no one's lock.
-    const sellables = await shelf.load(request.lines, { lock: input.mode === 'live' })
+    const loading = shelf.load(request.lines, { lock: input.mode === 'live' })
+    loading.catch(() => {})
+    if (await counting >= MAX_ACTIVE_RESERVATIONS) throw apiError('reservation_limit_reached')
+    const sellables = await loading
     const priced = shelf.price('held', request.lines, sellables)
     shelf.take(priced, input.mode)
+    // Counted last, under the key's lock (so the stock is not waited for with it held); a key
+    // at its limit has its hold rolled back.
     if (await lockAndCountActive(shelf.tx, input.apiKeyId) >= MAX_ACTIVE_RESERVATIONS) throw apiError('reservation_limit_reached')
-    const reservation = await insertReservation(shelf.tx, {
-      id: crypto.randomUUID(),
-      apiKeyId: input.apiKeyId,
-      mode: input.mode,
-      expiresAt: new Date(now.getTime() + request.ttlSeconds * 1000),
-      items: request.lines.map(({ productId, combinationId, quantity }) => ({ productId, combinationId, quantity }))
-    }, now)
-    await shelf.holdLines(reservation.id, priced)
+    const id = crypto.randomUUID()
+    // The reservation and its lines, sent together (one round trip).
+    const [reservation] = await Promise.all([
+      insertReservation(shelf.tx, {
+        id,
+        apiKeyId: input.apiKeyId,
+        mode: input.mode,
+        expiresAt: new Date(now.getTime() + request.ttlSeconds * 1000),
+        items: request.lines.map(({ productId, combinationId, quantity }) => ({ productId, combinationId, quantity }))
+      }, now),
+      shelf.holdLines(id, priced)
+    ])
     return reservation
   }, now)
   if (written.replayed) return { reservation: written.record.body as ReservationRecord, location: written.record.location, replayed: true }
@@ -87,30 +97,27 @@ function notActive (reservation: Pick<LockedReservation, 'status' | 'lapsed'>) {
   return apiError('reservation_not_active', `The reservation is ${status}${status === 'consumed' ? ' by an order' : '; hold the stock again'}`)
 }
 
-/** The key's reservation with the products its lines name (read without a lock: they never change), else 404. */
-export async function findReservation (shelf: Shelf, apiKeyId: string, id: string): Promise<ReservationRecord & { productIds: string[] }> {
-  const reservation = await findReservationForKey(shelf.tx, apiKeyId, id)
-  if (reservation === null) throw apiError('reservation_not_found')
-  return { ...reservation, productIds: reservation.items.map((i) => i.productId) }
-}
-
 /**
- * Locks the reservation's row (its products are locked already: the lock order) and checks it
- * is still active, else 409 reservation_not_active.
+ * Locks the key's reservation row (its products are locked already: the lock order) and checks
+ * it is still active: 404 reservation_not_found, 409 reservation_not_active.
  */
-async function lockActive (shelf: Shelf, apiKeyId: string, id: string): Promise<void> {
-  const locked = (await lockReservation(shelf.tx, apiKeyId, id, shelf.now))!
+async function lockActive (shelf: Shelf, apiKeyId: string, id: string): Promise<LockedReservation> {
+  const locked = await lockReservation(shelf.tx, apiKeyId, id, shelf.now)
+  if (locked === null) throw apiError('reservation_not_found')
   // Past its expiresAt it is expired, swept or not: the sweep gives its units back.
   if (locked.status !== 'active' || locked.lapsed) throw notActive(locked)
+  return locked
 }
 
 /** Releases the key's active reservation: its units are back when this returns. */
 export async function releaseReservation (stock: StockKeeper, apiKeyId: string, id: string, now = new Date()): Promise<void> {
   await stock.run(async (shelf) => {
-    await shelf.lock((await findReservation(shelf, apiKeyId, id)).productIds)
+    // Its lines never change: read before the lock, to know which products to lock.
+    const reservation = await findReservationForKey(shelf.tx, apiKeyId, id)
+    if (reservation === null) throw apiError('reservation_not_found')
+    await shelf.lock(reservation.items.map((i) => i.productId))
     await lockActive(shelf, apiKeyId, id)
-    await shelf.freeHeld([id], { giveBack: true })
-    await endReservations(shelf.tx, [id], 'released', now)
+    await Promise.all([shelf.freeHeld([id], { giveBack: true }), endReservations(shelf.tx, [id], 'released', now)])
   }, now)
 }
 
@@ -123,15 +130,15 @@ function totals (lines: ReadonlyArray<{ productId: string, combinationId: string
 }
 
 /**
- * For an order that names a reservation (found by `findReservation`, its products locked with
- * the order's): locks it and checks it (409 reservation_not_active, 400 reservation_mismatch
- * unless the lines add up to the same products, combinations and quantities, in any order,
- * split or merged), and answers what it holds per stock row. The order then calls
- * `consumeReservation`.
+ * For an order that names a reservation, once the order's products are locked: locks the
+ * reservation and checks it (404 reservation_not_found, 409 reservation_not_active, 400
+ * reservation_mismatch unless the lines add up to the same products, combinations and
+ * quantities, in any order, split or merged: then its products are the order's, locked
+ * already), and answers what it holds per stock row. The order then calls `consumeReservation`.
  */
-export async function reservationForOrder (shelf: Shelf, apiKeyId: string, reservation: ReservationRecord, lines: OrderLine[]): Promise<HeldUnits> {
-  await lockActive(shelf, apiKeyId, reservation.id)
-  const reserved = totals(reservation.items)
+export async function reservationForOrder (shelf: Shelf, apiKeyId: string, reservationId: string, lines: OrderLine[]): Promise<HeldUnits> {
+  const reservation = await lockActive(shelf, apiKeyId, reservationId)
+  const reserved = totals(reservation.lines)
   const ordered = totals(lines)
   for (const key of new Set([...reserved.keys(), ...ordered.keys()])) {
     if (reserved.get(key) !== ordered.get(key)) {
@@ -140,13 +147,17 @@ export async function reservationForOrder (shelf: Shelf, apiKeyId: string, reser
       throw apiError('reservation_mismatch', `The order's lines must hold what the reservation holds: ${what} is reserved ${reserved.get(key) ?? 0}, ordered ${ordered.get(key) ?? 0}`)
     }
   }
-  return shelf.heldBy(reservation.id)
+  const held = new Map<string, number>()
+  for (const line of reservation.lines) {
+    const id = line.combinationId ?? line.productId
+    held.set(id, (held.get(id) ?? 0) + line.held)
+  }
+  return held
 }
 
 /** The reservation is consumed by the order: what it held is sold. */
 export async function consumeReservation (shelf: Shelf, reservationId: string, orderId: string): Promise<void> {
-  await shelf.freeHeld([reservationId], { giveBack: false })
-  await endReservations(shelf.tx, [reservationId], 'consumed', shelf.now, orderId)
+  await Promise.all([shelf.freeHeld([reservationId], { giveBack: false }), endReservations(shelf.tx, [reservationId], 'consumed', shelf.now, orderId)])
 }
 
 /**
@@ -162,8 +173,7 @@ export async function expireLapsedReservations (stock: StockKeeper, batch: numbe
       await shelf.lock(lapsed.flatMap((r) => r.productIds))
       // Another instance's sweep, a release or an order may have ended some meanwhile.
       const ids = await lockLapsed(shelf.tx, lapsed.map((r) => r.id), now)
-      await shelf.freeHeld(ids, { giveBack: true })
-      await endReservations(shelf.tx, ids, 'expired', now)
+      await Promise.all([shelf.freeHeld(ids, { giveBack: true }), endReservations(shelf.tx, ids, 'expired', now)])
       return { seen: lapsed.length, ended: ids.length }
     }, now)
     expired += ended
