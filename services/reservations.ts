@@ -68,6 +68,8 @@ export async function holdStock (stock: StockKeeper, input: HoldInput, now = new
     // Counted last, under the key's lock (so the stock is not waited for with it held); a key
     // at its limit has its hold rolled back.
     if (await lockAndCountActive(shelf.tx, input.apiKeyId) >= MAX_ACTIVE_RESERVATIONS) throw apiError('reservation_limit_reached')
+    // The stock is as the hold leaves it: the products' documents go with the reservation's rows.
+    await shelf.finish()
     const id = crypto.randomUUID()
     // The reservation and its lines, sent together (one round trip).
     const [reservation] = await Promise.all([

@@ -169,7 +169,6 @@ export class Shelf {
 
   // For changes that may move nothing (a test key's): db/stock.ts still refuses any unit moved without its lock.
   get #locksIfAny (): ProductLocks {
-    this.#open()
     return this.#locks ?? new ProductLocks()
   }
 
@@ -229,7 +228,11 @@ export class Shelf {
     for (const statement of this.#sent.splice(0)) await statement
   }
 
-  /** A new reservation's lines: each holds the units its line took (none when untracked or for a test key, which locks nothing). */
+  /**
+   * A new reservation's lines: each holds the units its line took (none when untracked or for a
+   * test key, which locks nothing). What a line holds is no part of a document: it may be
+   * written after `finish`.
+   */
   async holdLines (reservationId: string, priced: PricedLines): Promise<void> {
     const lines: HoldLine[] = priced.items.map((item) => ({ productId: item.productId, combinationId: item.combinationId, quantity: item.quantity, held: item.taken }))
     await insertHoldLines(this.tx, this.#locksIfAny, reservationId, lines)
@@ -245,13 +248,18 @@ export class Shelf {
     return held
   }
 
-  /** The reservations hold nothing any more: their units go back to stock, or (consumed by an order) are sold. */
+  /**
+   * The reservations hold nothing any more: their units go back to stock (before `finish`), or,
+   * consumed by an order, are sold (no stock row changes: it may come after).
+   */
   async freeHeld (reservationIds: readonly string[], options: { giveBack: boolean }): Promise<void> {
+    if (options.giveBack) this.#open()
     for (const id of await freeHeld(this.tx, this.#locksIfAny, reservationIds, options)) this.#moved.add(id)
   }
 
   /** A cancelled order's units go back to stock. */
   async giveBackOrder (orderId: string): Promise<void> {
+    this.#open()
     for (const id of await giveBackOrder(this.tx, this.#locksIfAny, orderId)) this.#moved.add(id)
   }
 
