@@ -6,7 +6,7 @@ import { entityTag } from '../lib/entity-tag.ts'
 import { nextPriceChange, sellPriceCents, toAmount, toCents, type Discount } from '../lib/money.ts'
 import type { ListWindow, SortKey } from '../schemas/common.ts'
 import type { Product } from '../schemas/products.ts'
-import { execute, type Tx } from './client.ts'
+import { execute, runStatement, statement, type Tx } from './client.ts'
 import { whereClause, type ProductFilters } from './product-filters.ts'
 import { findSearchMatches } from './search.ts'
 
@@ -120,6 +120,9 @@ function toProduct (row: ProductRow, now: Date): PricedProduct {
   }
 }
 
+/** A stored document's columns: its JSON, its entity tag, when its price next changes (ms). */
+export const DOCUMENT_COLUMNS = sql`d.body, d.etag, (extract(epoch from d.price_changes_at) * 1000)::float8 as changes_at`
+
 /** Products after a sort key, as a condition the name index serves. */
 const afterKey = (after: SortKey | null) => after === null ? sql`true` : sql`(lower(p.name), p.id) > (${after[0]}, ${after[1]}::uuid)`
 
@@ -133,14 +136,14 @@ export async function listProducts (db: Tx, filters: Omit<ProductFilters, 'query
   // of a page past the last one exceeds the integer column: compared as bigint); otherwise
   // OFFSET walks the index.
   const numbered = window.after === null ? numberedList(filters) : null
-  const pageIds = numbered !== null
-    ? sql`select product_id as id from product_list_positions
-          where list = ${numbered} and position > ${window.offset}::bigint order by position limit ${window.limit + 1}`
-    : sql`select p.id from products p where ${where} and ${afterKey(window.after)}
-          order by lower(p.name), p.id limit ${window.limit + 1} offset ${window.offset}`
-  const rows = await execute<DocumentRow & { sort_name: string }>(db, sql`select lower(p.name) as sort_name, p.id, ${DOCUMENT_COLUMNS}
-    from (${pageIds}) as page_ids join products p on p.id = page_ids.id left join product_documents d on d.product_id = p.id
-    order by lower(p.name), p.id`)
+  const rows = numbered !== null
+    // The most read page of all: a statement rendered once, nothing built per request.
+    ? await runStatement<DocumentRow & { sort_name: string }>(db, NUMBERED_PAGE, [numbered, window.offset, window.limit + 1])
+    : await execute<DocumentRow & { sort_name: string }>(db, sql`select lower(p.name) as sort_name, p.id, ${DOCUMENT_COLUMNS}
+        from (select p.id from products p where ${where} and ${afterKey(window.after)}
+              order by lower(p.name), p.id limit ${window.limit + 1} offset ${window.offset}) as page_ids
+        join products p on p.id = page_ids.id left join product_documents d on d.product_id = p.id
+        order by lower(p.name), p.id`)
   const shown = rows.slice(0, window.limit)
   const last = shown.at(-1)
   return { items: await documentsOf(db, shown, now), next: rows.length > window.limit && last ? [last.sort_name, last.id] : null }
@@ -148,16 +151,24 @@ export async function listProducts (db: Tx, filters: Omit<ProductFilters, 'query
 
 /**
  * The numbered list that holds exactly the products `filters` select (the whole catalogue,
- * one brand or one category), as an SQL value; null when no numbered list does.
+ * one brand or one category), named as renumberProducts names it (ids as uuid::text writes
+ * them: lower case); null when no numbered list does.
  */
-function numberedList (filters: Omit<ProductFilters, 'query'>): SQL | null {
+function numberedList (filters: Omit<ProductFilters, 'query'>): string | null {
   const { categoryIds, brandIds, ...others } = filters
   if (Object.values(others).some((v) => v !== undefined)) return null
-  if (categoryIds === undefined && brandIds === undefined) return sql`''`
-  if (categoryIds?.length === 1 && brandIds === undefined) return sql`'category:' || ${categoryIds[0]}::uuid::text`
-  if (brandIds?.length === 1 && categoryIds === undefined) return sql`'brand:' || ${brandIds[0]}::uuid::text`
+  if (categoryIds === undefined && brandIds === undefined) return ''
+  if (categoryIds?.length === 1 && brandIds === undefined) return `category:${categoryIds[0]!.toLowerCase()}`
+  if (brandIds?.length === 1 && categoryIds === undefined) return `brand:${brandIds[0]!.toLowerCase()}`
   return null
 }
+
+// A page by number of a numbered list: a range of its positions (the offset of a page past the
+// last one exceeds the integer column: compared as bigint), then only those rows' documents.
+const NUMBERED_PAGE = statement(sql`select lower(p.name) as sort_name, p.id, ${DOCUMENT_COLUMNS}
+    from (select product_id as id from product_list_positions where list = $1::text and position > $2::bigint order by position limit $3::integer) as page_ids
+    join products p on p.id = page_ids.id left join product_documents d on d.product_id = p.id
+    order by lower(p.name), p.id`)
 
 /**
  * Numbers every product by the list's order, 1…n, in the whole catalogue and within each
@@ -214,8 +225,6 @@ export async function renderDocuments (db: Tx, ids: readonly string[], now: Date
 
 export interface DocumentRow { id: string, body: string | null, etag: string | null, changes_at: number | null }
 
-export const DOCUMENT_COLUMNS = sql`d.body, d.etag, (extract(epoch from d.price_changes_at) * 1000)::float8 as changes_at`
-
 /**
  * The documents of rows read beside them, in their order. One whose price has changed since
  * it was written (a discount started or ended and the sweep has not rewritten it yet), or
@@ -233,11 +242,12 @@ export async function documentsOf (db: Tx, rows: DocumentRow[], now: Date): Prom
   })
 }
 
-/** The documents of products by id, in the order of `ids`; a product that does not exist has none. */
+const READ_DOCUMENTS = statement(sql`select d.product_id as id, ${DOCUMENT_COLUMNS} from product_documents d where d.product_id = any($1::uuid[])`)
+
+/** The documents of products by id (GUIDs), in the order of `ids`; a product that does not exist has none. */
 export async function readDocuments (db: Tx, ids: readonly string[], now = new Date()): Promise<ProductDocument[]> {
   if (ids.length === 0) return []
-  const rows = await execute<DocumentRow>(db, sql`select d.product_id as id, ${DOCUMENT_COLUMNS}
-    from product_documents d where d.product_id = any(${uuidArray(ids)})`)
+  const rows = await runStatement<DocumentRow>(db, READ_DOCUMENTS, [`{${ids.join(',')}}`])
   const byId = new Map(rows.map((r) => [r.id, r]))
   return documentsOf(db, ids.map((id) => byId.get(id.toLowerCase()) ?? { id: id.toLowerCase(), body: null, etag: null, changes_at: null }), now)
 }

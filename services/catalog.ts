@@ -60,6 +60,14 @@ function pageBody (items: ProductDocument[], page: number, total: number, cursor
   return `{"items":[${items.map((i) => i.body).join(',')}],"page":${page},"pageSize":${PAGE_SIZE},"total":${total},"nextCursor":${JSON.stringify(cursor)}}`
 }
 
+/**
+ * A page's entity tag without hashing its JSON: the body is its items' stored JSON (each
+ * named by its own tag) inside an envelope of the page number, the total and the cursor.
+ */
+function pageTag (items: ProductDocument[], page: number, total: number, cursor: string | null): string {
+  return entityTag(`${items.map((i) => i.etag).join(',')}\n${page}\n${total}\n${cursor ?? ''}`)
+}
+
 export async function listProductPage (database: Database, catalogCache: CatalogCache, cursorSecret: string, filters: ProductFilters, window: ListWindow): Promise<CatalogRead> {
   const volatile = isVolatile(filters) ? [VOLATILE] : []
   // The page number is part of the key: the body and its nextCursor carry it, and two crawls
@@ -81,9 +89,10 @@ export async function listProductPage (database: Database, catalogCache: Catalog
           changesAt: [],
           tags: volatile
         })))!
-    const body = pageBody(found.items, window.page, total, nextCursor(cursorSecret, 'products', filters, window.page, found.next))
+    const cursor = nextCursor(cursorSecret, 'products', filters, window.page, found.next)
+    const body = pageBody(found.items, window.page, total, cursor)
     return {
-      value: { body, etag: entityTag(body) },
+      value: { body, etag: pageTag(found.items, window.page, total, cursor) },
       changesAt: found.items.map((i) => i.priceChangesAt),
       bytes: body.length,
       tags: [...found.items.map((i) => productTag(i.id)), ...volatile]
