@@ -135,8 +135,8 @@ t.test('the database lost: 503 before the first byte; after it, the body ends wi
     await proxied.close()
     await proxy.close()
   })
-  // Keys are trusted from the instance's cache meanwhile, so only the export needs the database.
-  const cut = await buildTestApp(t, { database: proxied, env: { ...env, KEY_CACHE_TTL_MS: '600000' }, contract: false })
+  // Keys are trusted from the instance's cache (its longest allowed life) meanwhile, so only the export needs the database.
+  const cut = await buildTestApp(t, { database: proxied, env: { ...env, KEY_CACHE_TTL_MS: '5000' }, contract: false })
   await cut.listen({ host: '127.0.0.1', port: 0 })
   t.equal((await cut.inject({ url: '/external/v1/orders/export', headers: authHeaders(key) })).statusCode, 200, 'before the cut')
 
