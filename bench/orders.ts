@@ -255,6 +255,14 @@ export function pgbenchMinimalScript (table: LineTable, apiKeyId: string): strin
   ].join('\n')
 }
 
+/** Sets a key's order count to its orders (the minimal ceiling's orders skip it). */
+export async function recountOrders (sql: postgres.Sql, apiKeyId: string): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`delete from order_counts where api_key_id = ${apiKeyId}`
+    await tx`insert into order_counts (api_key_id, shard, count) select ${apiKeyId}, 0, count(*) from orders where api_key_id = ${apiKeyId}`
+  })
+}
+
 export function percentile (sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!

@@ -195,9 +195,17 @@ export class Exporter {
       await source.declare(tx)
       let count = 0
       let pending = ''
+      let next = fetchRows<R>(tx, BATCH_ROWS)
       for (let first = true; ; first = false) {
-        const rows = await fetchRows<R>(tx, BATCH_ROWS)
+        const rows = await next
         if (first) opened(changesCursor)
+        // The next batch is read while this one is turned into lines and sent. If sending
+        // fails, the transaction rolls back and that read fails with it: nobody awaits it then.
+        const more = rows.length === BATCH_ROWS
+        if (more) {
+          next = fetchRows<R>(tx, BATCH_ROWS)
+          next.catch(() => {})
+        }
         for (const line of await source.lines(tx, rows, now)) {
           pending += `${line}\n`
           count++
@@ -206,7 +214,7 @@ export class Exporter {
             pending = ''
           }
         }
-        if (rows.length < BATCH_ROWS) break
+        if (!more) break
       }
       return { changesCursor, tail: pending + exportEndLine(count, changesCursor) }
     })
