@@ -230,13 +230,6 @@ export async function insertHoldLines (tx: Tx, locks: ProductLocks, reservationI
     from json_to_recordset(${JSON.stringify(rows)}::json) as x(line integer, product_id uuid, combination_id uuid, quantity integer, held integer)`)
 }
 
-/** The lines of reservations, with what each holds now (read under the products' locks: exact). */
-export async function holdLines (tx: Tx, reservationIds: readonly string[]): Promise<HoldLine[]> {
-  if (reservationIds.length === 0) return []
-  return execute<HoldLine>(tx, sql`select product_id::text as "productId", combination_id::text as "combinationId", quantity, held
-    from reservation_items where reservation_id = any(${uuids(reservationIds)}) order by reservation_id, line`)
-}
-
 // A hold's lines freed ($1: the reservations), returning what each held (a self-join reads the
 // value before the update). With GIVE_BACK_HELD, those units go back to their stock rows, for
 // the products this transaction locked ($2).

@@ -10,7 +10,7 @@
 import type { Database, Tx } from '../db/client.ts'
 import { claimIdempotencyKey, findIdempotencyRecord, storeIdempotentResponse, type IdempotencyRecord } from '../db/idempotency.ts'
 import {
-  freeHeld, giveBackOrder, holdLines, insertHoldLines, loadSellables, lockProducts, ProductLocks, reapplyHolds, refreshProducts, rewriteDocuments,
+  freeHeld, giveBackOrder, insertHoldLines, loadSellables, lockProducts, ProductLocks, reapplyHolds, refreshProducts, rewriteDocuments,
   setImportedStock, takeStock, writeDocuments, type HoldLine, type ImportedStock, type SellableRow, type Sellables, type StockMove
 } from '../db/stock.ts'
 import { STOCK_RETRY } from '../config.ts'
@@ -179,15 +179,15 @@ export class Shelf {
 
   /**
    * Reads the rows the lines are priced from. A write that takes stock (`lock`) locks their
-   * products (and `alsoLock`'s) first, in the same round trip: that is its one lock step. A
-   * test key's write reads without locking (it takes nothing, so it waits for no one).
+   * products first, in the same round trip: that is its one lock step. A test key's write
+   * reads without locking (it takes nothing, so it waits for no one).
    */
-  async load (lines: readonly OrderLine[], options: { lock: boolean, alsoLock?: readonly string[] }): Promise<Sellables> {
+  async load (lines: readonly OrderLine[], options: { lock: boolean }): Promise<Sellables> {
     const [productIds, combinationIds] = namedIds(lines)
     if (!options.lock) return (await loadSellables(this.tx, productIds, combinationIds, false)).sellables
     let sellables: Sellables = new Map()
     await this.adopt(async () => {
-      const loaded = await loadSellables(this.tx, [...new Set([...productIds, ...(options.alsoLock ?? [])])], combinationIds, true)
+      const loaded = await loadSellables(this.tx, productIds, combinationIds, true)
       sellables = loaded.sellables
       return loaded.locks!
     })
@@ -236,16 +236,6 @@ export class Shelf {
   async holdLines (reservationId: string, priced: PricedLines): Promise<void> {
     const lines: HoldLine[] = priced.items.map((item) => ({ productId: item.productId, combinationId: item.combinationId, quantity: item.quantity, held: item.taken }))
     await insertHoldLines(this.tx, this.#locksIfAny, reservationId, lines)
-  }
-
-  /** What a reservation holds now, per stock row (combination or product id); exact once its products are locked. */
-  async heldBy (reservationId: string): Promise<HeldUnits> {
-    const held = new Map<string, number>()
-    for (const line of await holdLines(this.tx, [reservationId])) {
-      const id = line.combinationId ?? line.productId
-      held.set(id, (held.get(id) ?? 0) + line.held)
-    }
-    return held
   }
 
   /**
