@@ -14,10 +14,12 @@ const topology = await startTopology(t, { pooler: true, replica: true, poolSize:
 if (topology !== null) {
   const SETTLE_MS = 1000
   const { database } = await pooledDatabase(t, topology, { replicas: true, settleMs: SETTLE_MS })
-  // The sweep never runs here: only reads keep the price exact.
+  // The sweep never runs here: only reads keep the price exact. Without the instance's cache
+  // every read reaches a database, so the replica's share past the boundary is not left to
+  // the few reads that happen to miss the cache (the cache at a boundary: catalog-cache.test.ts).
   const app = await buildTestApp(t, {
     database,
-    env: { ...UNLIMITED, READ_SETTLE_MS: String(SETTLE_MS), STATE_POLL_MS: '50', EVENT_PUBLISH_MS: '20', DISCOUNT_SWEEP_MS: '60000' }
+    env: { ...UNLIMITED, READ_SETTLE_MS: String(SETTLE_MS), STATE_POLL_MS: '50', EVENT_PUBLISH_MS: '20', DISCOUNT_SWEEP_MS: '60000', CATALOG_CACHE_MB: '0' }
   })
   await app.ready()
   const { key } = await makeKey(app, [...SCOPES] as Scope[])
