@@ -138,6 +138,17 @@ export interface SellableRow {
   owner_available: boolean | null
 }
 
+// The stock statements take their ids as arrays, and for those PostgreSQL's plan cache kept
+// choosing custom plans: every call planned again, prepared or not (the documents' query: about
+// 0.25 ms of planning against 0.15 ms of execution). Their generic plans are the same index
+// scans. Set for the transaction only (behind a pooler too); lock_sellables carries its own.
+const GENERIC_PLANS = statement(sql`select set_config('plan_cache_mode', 'force_generic_plan', true)`)
+
+/** Makes the rest of the transaction keep its statements' generic plans. */
+export function keepGenericPlans (tx: Tx): Promise<unknown> {
+  return runStatement(tx, GENERIC_PLANS, [])
+}
+
 /** Sellable rows by `p:<product id>` and `c:<combination id>`. */
 export type Sellables = Map<string, SellableRow>
 

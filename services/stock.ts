@@ -10,7 +10,7 @@
 import type { Database, Tx } from '../db/client.ts'
 import { claimIdempotencyKey, findIdempotencyRecord, storeIdempotentResponse, type IdempotencyRecord } from '../db/idempotency.ts'
 import {
-  freeHeld, giveBackOrder, insertHoldLines, loadSellables, lockProducts, ProductLocks, reapplyHolds, refreshProducts, rewriteDocuments,
+  freeHeld, giveBackOrder, insertHoldLines, keepGenericPlans, loadSellables, lockProducts, ProductLocks, reapplyHolds, refreshProducts, rewriteDocuments,
   setImportedStock, takeStock, writeDocuments, type HoldLine, type ImportedStock, type SellableRow, type Sellables, type StockMove
 } from '../db/stock.ts'
 import { STOCK_RETRY } from '../config.ts'
@@ -147,7 +147,9 @@ export class Shelf {
   /** Statements sent and not yet waited for, in the order they were sent. */
   readonly #sent: Array<Promise<unknown>> = []
 
-  constructor (readonly tx: Tx, readonly now: Date) {}
+  constructor (readonly tx: Tx, readonly now: Date) {
+    this.#send(keepGenericPlans(tx))
+  }
 
   /** Locks every product this write touches, in id order, at once (step 2 of the lock order). */
   async lock (productIds: Iterable<string>, options: { forDelete?: boolean } = {}): Promise<void> {

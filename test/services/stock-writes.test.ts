@@ -13,7 +13,7 @@ import { importCatalog } from '../../services/catalog-import.ts'
 import { placeOrder } from '../../services/place-order.ts'
 import { holdStock, releaseReservation } from '../../services/reservations.ts'
 import { StockKeeper } from '../../services/stock.ts'
-import { buildTestApp, createTestDatabase, expectError, importProducts, makeKey, makeProduct, orderBody, orderSnapshot, postOrder, productStock, sleep, UNLIMITED, usingPostgres } from '../helper.ts'
+import { buildTestApp, createTestDatabase, expectError, importProducts, makeKey, makeProduct, orderBody, orderSnapshot, postOrder, productStock, sleep, until, UNLIMITED, usingPostgres } from '../helper.ts'
 import { hold, release, type Reservation } from '../reservations.ts'
 
 const pgOnly = usingPostgres ? false : 'needs TEST_DATABASE_URL: PGlite runs one transaction at a time'
@@ -81,14 +81,23 @@ t.test('waiting for a product\'s lock is not waiting for the Idempotency-Key', {
   // Another session holds the product's row (as an import's write phase would) for 1.5 s.
   const other = postgres(url!, { max: 1, onnotice: () => {} })
   t.teardown(() => other.end())
+  let locked!: () => void
+  const productLocked = new Promise<void>((resolve) => { locked = resolve })
   const holding = other.begin(async (tx) => {
     await tx`select id from products where id = ${mug.id} for update`
+    locked()
     await sleep(1500)
   })
-  await sleep(200)
+  await productLocked
   const body = orderBody([{ productId: mug.id }])
   const first = postOrder(app, key, body, { 'idempotency-key': 'waits' })
-  await sleep(100)
+  // Once its claim has written the key's row (the transaction holds the table's row lock), it
+  // has the key; it then waits for the product behind the other session.
+  await until('the first order claims its key', async () => {
+    const [row] = await execute<{ n: number }>(app.database.db, sql`select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation
+      where l.database = (select oid from pg_database where datname = current_database()) and c.relname = 'idempotency_keys' and l.mode = 'RowExclusiveLock' and l.granted and l.pid <> pg_backend_pid()`)
+    return row!.n > 0 ? true : undefined
+  })
   // The same key meanwhile: the first request is still running, so this one is told to retry.
   const second = await postOrder(app, key, body, { 'idempotency-key': 'waits' })
   expectError(t, second, 409, 'idempotency_key_in_use')
