@@ -165,8 +165,13 @@ function numberedList (filters: Omit<ProductFilters, 'query'>): string | null {
 
 // A page by number of a numbered list: a range of its positions (the offset of a page past the
 // last one exceeds the integer column: compared as bigint), then only those rows' documents.
+// Positions are 1…n without gaps (renumberProducts rewrites them in the transaction of every
+// import that adds, renames or removes products), so the range's upper bound takes nothing
+// away; it is there for the planner, which otherwise judged its generic plan costlier and
+// planned the statement again on every call (0.31 ms of planning; the same plan).
 const NUMBERED_PAGE = statement(sql`select lower(p.name) as sort_name, p.id, ${DOCUMENT_COLUMNS}
-    from (select product_id as id from product_list_positions where list = $1::text and position > $2::bigint order by position limit $3::integer) as page_ids
+    from (select product_id as id from product_list_positions where list = $1::text and position > $2::bigint and position <= $2::bigint + $3::integer
+          order by position limit $3::integer) as page_ids
     join products p on p.id = page_ids.id left join product_documents d on d.product_id = p.id
     order by lower(p.name), p.id`)
 
@@ -243,11 +248,16 @@ export async function documentsOf (db: Tx, rows: DocumentRow[], now: Date): Prom
 }
 
 const READ_DOCUMENTS = statement(sql`select d.product_id as id, ${DOCUMENT_COLUMNS} from product_documents d where d.product_id = any($1::uuid[])`)
+// One product (GET /products/{id}): with an array the planner planned the statement again on
+// every call (0.10 ms, more than the read's 0.08); with one id it keeps its generic plan.
+const READ_DOCUMENT = statement(sql`select d.product_id as id, ${DOCUMENT_COLUMNS} from product_documents d where d.product_id = $1::uuid`)
 
 /** The documents of products by id (GUIDs), in the order of `ids`; a product that does not exist has none. */
 export async function readDocuments (db: Tx, ids: readonly string[], now = new Date()): Promise<ProductDocument[]> {
   if (ids.length === 0) return []
-  const rows = await runStatement<DocumentRow>(db, READ_DOCUMENTS, [`{${ids.join(',')}}`])
+  const rows = ids.length === 1
+    ? await runStatement<DocumentRow>(db, READ_DOCUMENT, [ids[0]])
+    : await runStatement<DocumentRow>(db, READ_DOCUMENTS, [`{${ids.join(',')}}`])
   const byId = new Map(rows.map((r) => [r.id, r]))
   return documentsOf(db, ids.map((id) => byId.get(id.toLowerCase()) ?? { id: id.toLowerCase(), body: null, etag: null, changes_at: null }), now)
 }
