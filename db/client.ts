@@ -239,7 +239,10 @@ async function refuseHiddenPooler (client: postgres.Sql, url: string): Promise<v
  * Directly on PostgreSQL, every query is prepared: Drizzle sends its queries unprepared, so
  * PostgreSQL would plan the catalogue's JSON queries on every call (planning cost several
  * times the execution); postgres.js prepares a statement once per connection and query
- * text when asked.
+ * text when asked. Prepared is not yet planned once: PostgreSQL's plan cache still plans a
+ * prepared statement again on every call while it judges its generic plan costlier than a
+ * custom one, as it did for array parameters; the hot statements are written so it keeps
+ * the generic plan (test/db/plans.test.ts).
  *
  * Behind a transaction pooler a named statement lives on a server connection the next
  * transaction may not get, so nothing is prepared (unless DATABASE_POOLER_PREPARED), and the
