@@ -138,15 +138,15 @@ export async function listProducts (db: Tx, filters: Omit<ProductFilters, 'query
   const numbered = window.after === null ? numberedList(filters) : null
   const rows = numbered !== null
     // The most read page of all: a statement rendered once, nothing built per request.
-    ? await runStatement<DocumentRow & { sort_name: string }>(db, NUMBERED_PAGE, [numbered, window.offset, window.limit + 1])
-    : await execute<DocumentRow & { sort_name: string }>(db, sql`select lower(p.name) as sort_name, p.id, ${DOCUMENT_COLUMNS}
+    ? await runStatement<DocumentRow & { sort_name: string | null }>(db, NUMBERED_PAGE, [numbered, window.offset, window.limit + 1])
+    : await execute<DocumentRow & { sort_name: string | null }>(db, sql`select lower(p.name) as sort_name, p.id, ${DOCUMENT_COLUMNS}
         from (select p.id from products p where ${where} and ${afterKey(window.after)}
               order by lower(p.name), p.id limit ${window.limit + 1} offset ${window.offset}) as page_ids
         join products p on p.id = page_ids.id left join product_documents d on d.product_id = p.id
         order by lower(p.name), p.id`)
   const shown = rows.slice(0, window.limit)
   const last = shown.at(-1)
-  return { items: await documentsOf(db, shown, now), next: rows.length > window.limit && last ? [last.sort_name, last.id] : null }
+  return { items: await documentsOf(db, shown, now), next: rows.length > window.limit && last?.sort_name != null ? [last.sort_name, last.id] : null }
 }
 
 /**
@@ -168,12 +168,16 @@ function numberedList (filters: Omit<ProductFilters, 'query'>): string | null {
 // Positions are 1…n without gaps (renumberProducts rewrites them in the transaction of every
 // import that adds, renames or removes products), so the range's upper bound takes nothing
 // away; it is there for the planner, which otherwise judged its generic plan costlier and
-// planned the statement again on every call (0.31 ms of planning; the same plan).
-const NUMBERED_PAGE = statement(sql`select lower(p.name) as sort_name, p.id, ${DOCUMENT_COLUMNS}
-    from (select product_id as id from product_list_positions where list = $1::text and position > $2::bigint and position <= $2::bigint + $3::integer
-          order by position limit $3::integer) as page_ids
-    join products p on p.id = page_ids.id left join product_documents d on d.product_id = p.id
-    order by lower(p.name), p.id`)
+// planned the statement again on every call (0.31 ms of planning; the same plan). The
+// positions give the list's order, so the products' rows are not read but for the page's
+// last shown row ($3 is the page size + 1), whose sort key the next page's cursor carries:
+// joining the products for every row's lower(name) doubled the statement's time (0.79 ms
+// against 0.38 at 100,000 products).
+const NUMBERED_PAGE = statement(sql`select l.product_id as id, ${DOCUMENT_COLUMNS},
+      case when l.position = $2::bigint + $3::integer - 1 then (select lower(p.name) from products p where p.id = l.product_id) end as sort_name
+    from product_list_positions l left join product_documents d on d.product_id = l.product_id
+    where l.list = $1::text and l.position > $2::bigint and l.position <= $2::bigint + $3::integer
+    order by l.position`)
 
 /**
  * Numbers every product by the list's order, 1…n, in the whole catalogue and within each

@@ -1,6 +1,7 @@
 // Pages by number of the whole list, of one brand and of one category read a range of stored
 // positions instead of walking OFFSET rows. They must be the very pages the OFFSET walk gives,
-// after every import that adds, renames, moves or removes products.
+// with the same sort key for the next page's cursor, after every import that adds, renames,
+// moves or removes products.
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { importCatalog } from '../../services/catalog-import.ts'
@@ -31,13 +32,13 @@ async function importFile (products: CatalogProduct[], replace = false) {
   await importCatalog(database, checkCatalog(structuredClone(file)), { replace })
 }
 
-/** Every page of a list, by number; `walk` picks the OFFSET path for the same products. */
+/** Every page of a list, by number, with the sort key its next page's cursor starts after. */
 async function pages (filters: ProductFilters) {
-  const all: string[][] = []
+  const all: Array<{ ids: string[], next: unknown }> = []
   for (let page = 0; ; page++) {
-    const { items } = await listProducts(database.db, filters, { page: page + 1, offset: page * LIMIT, limit: LIMIT, after: null })
+    const { items, next } = await listProducts(database.db, filters, { page: page + 1, offset: page * LIMIT, limit: LIMIT, after: null })
     if (items.length === 0) return all
-    all.push(items.map((p) => p.id))
+    all.push({ ids: items.map((p) => p.id), next })
   }
 }
 
@@ -52,7 +53,7 @@ async function expectSamePages (t: Test, when: string) {
   for (const [name, numbered, walked] of cases) {
     const expected = await pages(walked)
     t.ok(expected.length > 1, `${when}, ${name}: more than one page`)
-    t.same(await pages(numbered), expected, `${when}, ${name}: the same pages`)
+    t.same(await pages(numbered), expected, `${when}, ${name}: the same pages, each with the same next sort key`)
   }
 }
 

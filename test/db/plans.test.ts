@@ -47,3 +47,25 @@ t.test('a product and a page by number are read with their generic plans, not pl
     t.ok(plan.custom <= 5 && plan.generic >= 7, `${plan.statement.slice(0, 60)}…: ${plan.generic} generic, ${plan.custom} custom`)
   }
 })
+
+t.test('a page by number reads the products\' rows of none but its last shown product (its cursor\'s sort key)', async (t) => {
+  const { database } = await createTestDatabase(t)
+  const app = await buildTestApp(t, { database })
+  await importProducts(app, Array.from({ length: 60 }, (_, i) => makeProduct({ name: `Read ${String(i).padStart(2, '0')}` })))
+  // The transaction's own statistics, before they are published: the products' rows read.
+  // No sequential scans: at this size the planner would read all 60 rows for one.
+  const productRows = async (tx: Parameters<Parameters<typeof database.db.transaction>[0]>[0]) =>
+    (await execute<{ n: number }>(tx, sql`select coalesce(sum(idx_tup_fetch + seq_tup_read), 0)::int as n from pg_stat_xact_user_tables where relname = 'products'`))[0]!.n
+  await database.db.transaction(async (tx) => {
+    await execute(tx, sql`set local enable_seqscan = off`)
+    const before = await productRows(tx)
+    const page = await listProducts(tx, {}, pageWindow(2))
+    t.equal(page.items.length, 25)
+    t.same(page.next, ['read 49', page.items[24]!.id], 'the next page starts after its last product')
+    // Joined for every row, the products' rows of the page were read: 26.
+    t.equal(await productRows(tx) - before, 1, 'one product row read: the last shown')
+    const last = await listProducts(tx, {}, pageWindow(3))
+    t.equal(last.next, null)
+    t.equal(await productRows(tx) - before, 1, 'none for the last page, which has no next')
+  })
+})
