@@ -5,7 +5,7 @@
 // reads (one product's document, a page by number) 0.10 and 0.31 ms of planning a call.
 import { sql } from 'drizzle-orm'
 import t from 'tap'
-import { execute } from '../../db/client.ts'
+import { execute, type Tx } from '../../db/client.ts'
 import { listProducts, readDocuments } from '../../db/products.ts'
 import { pageWindow } from '../../schemas/common.ts'
 import { StockKeeper } from '../../services/stock.ts'
@@ -54,7 +54,7 @@ t.test('a page by number reads the products\' rows of none but its last shown pr
   await importProducts(app, Array.from({ length: 60 }, (_, i) => makeProduct({ name: `Read ${String(i).padStart(2, '0')}` })))
   // The transaction's own statistics, before they are published: the products' rows read.
   // No sequential scans: at this size the planner would read all 60 rows for one.
-  const productRows = async (tx: Parameters<Parameters<typeof database.db.transaction>[0]>[0]) =>
+  const productRows = async (tx: Tx) =>
     (await execute<{ n: number }>(tx, sql`select coalesce(sum(idx_tup_fetch + seq_tup_read), 0)::int as n from pg_stat_xact_user_tables where relname = 'products'`))[0]!.n
   await database.db.transaction(async (tx) => {
     await execute(tx, sql`set local enable_seqscan = off`)
