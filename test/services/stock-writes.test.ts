@@ -78,15 +78,19 @@ t.test('waiting for a product\'s lock is not waiting for the Idempotency-Key', {
   const { key } = await makeKey(app)
   const mug = makeProduct({ quantity: 5 })
   await importProducts(app, [mug])
-  // Another session holds the product's row (as an import's write phase would) for 1.5 s.
+  // Another session holds the product's row (as an import's write phase would) until the second
+  // request has its answer: a fixed time raced that answer on a loaded CI machine.
   const other = postgres(url!, { max: 1, onnotice: () => {} })
   t.teardown(() => other.end())
   let locked!: () => void
   const productLocked = new Promise<void>((resolve) => { locked = resolve })
+  let release!: () => void
+  const released = new Promise<void>((resolve) => { release = resolve })
   const holding = other.begin(async (tx) => {
     await tx`select id from products where id = ${mug.id} for update`
     locked()
-    await sleep(1500)
+    await released
+    await sleep(500)
   })
   await productLocked
   const body = orderBody([{ productId: mug.id }])
@@ -100,6 +104,7 @@ t.test('waiting for a product\'s lock is not waiting for the Idempotency-Key', {
   })
   // The same key meanwhile: the first request is still running, so this one is told to retry.
   const second = await postOrder(app, key, body, { 'idempotency-key': 'waits' })
+  release()
   expectError(t, second, 409, 'idempotency_key_in_use')
   t.equal(second.headers['retry-after'], '1', 'with Retry-After')
   const placed = await first
