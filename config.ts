@@ -104,6 +104,10 @@ export const ConfigSchema = Type.Object({
     description: 'Seconds to wait before each retry of a failed delivery, comma-separated (each ± 20%); after the last one the delivery is failed'
   }),
   WEBHOOK_DISABLE_AFTER_MS: Type.Integer({ default: 259200000, minimum: 1, description: 'An endpoint whose deliveries fail with no success for this long (3 days) is disabled' }),
+  WEBHOOK_DELIVERY: Type.Boolean({
+    default: true,
+    description: 'Whether this instance attempts webhook deliveries; false on instances that serve the API while others (run with it on, outside the load balancer) deliver. Every instance still queues the deliveries of what it publishes'
+  }),
   WEBHOOK_POLL_MS: Type.Integer({ default: 100, minimum: 5, description: 'How often an idle instance looks for deliveries that are due (a busy one claims again as attempts end)' }),
   WEBHOOK_CONCURRENCY: Type.Integer({ default: 64, minimum: 1, maximum: 1000, description: 'Delivery attempts each instance makes at once (and so its most connections open to endpoints)' }),
   WEBHOOK_KEEP_ALIVE_MS: Type.Integer({

@@ -28,7 +28,7 @@ resetPeakMemory()
 const app = await buildApp({
   // order-create-webhooks delivers to receivers on 127.0.0.1 over plain http, which the
   // production defaults refuse; the worker's own settings (WEBHOOK_POLL_MS, WEBHOOK_CONCURRENCY…) stay the defaults.
-  config: loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_MAX: String(BENCH_RATE_LIMIT), WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' }),
+  config: loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_MAX: String(BENCH_RATE_LIMIT), WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', ...options.config }),
   database,
   logger: false
 })

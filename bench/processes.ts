@@ -17,6 +17,8 @@ export interface AppServerOptions {
   poolSize?: number
   /** With PGlite: the catalogue the server generates and imports before serving, and the changes feed's events (0: none). */
   seed?: CatalogOptions & { analyze: boolean, events: number }
+  /** Settings beside the bench's own (e.g. WEBHOOK_DELIVERY), as the environment would give them. */
+  config?: Record<string, string>
 }
 export type FromAppServer = { type: 'seeded', importMs: number, feed?: SeededFeed } | { type: 'ready', port: number, key: string }
 

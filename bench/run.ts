@@ -56,7 +56,9 @@
 // the PostgreSQL database, to look into it afterwards; drop it yourself), --skip-analyze
 // (no VACUUM ANALYZE after the catalogue fill: no planner statistics nor visibility map
 // until autovacuum comes), --seed N, --json FILE (every run's figures and the medians,
-// machine-readable).
+// machine-readable), --delivery-instance (with PostgreSQL: the app serves the API with
+// WEBHOOK_DELIVERY=false and a second instance, which no request reaches, delivers the
+// webhooks; its RSS is reported apart and its CPU per delivery replaces the app's).
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
@@ -104,7 +106,8 @@ const { values: args } = parseArgs({
     profile: { type: 'string' },
     tsx: { type: 'boolean', default: false },
     'keep-database': { type: 'boolean', default: false },
-    'skip-analyze': { type: 'boolean', default: false }
+    'skip-analyze': { type: 'boolean', default: false },
+    'delivery-instance': { type: 'boolean', default: false }
   }
 })
 const integer = (name: string, value: string | undefined, min = 1) => {
@@ -132,6 +135,8 @@ const settings = {
 }
 
 if (!['auto', 'pgbench', 'node'].includes(args.raw)) throw new Error('--raw must be auto, pgbench or node')
+/** Whose CPU a delivery is counted in. */
+const DELIVERER = args['delivery-instance'] ? 'the delivery instance\'s' : 'app'
 
 const AIMS = {
   /** product ÷ bare-product, list ÷ bare-list, order-create ÷ raw SQL. */
@@ -493,11 +498,11 @@ function extraNotes (name: string, f: Figures): string {
         `min ${at(x.latencyMinMs)} / p50 ${at(x.latencyP50Ms)} / p99 ${at(x.latencyP99Ms)} / max ${at(x.latencyMaxMs)} ms` +
         `${x.publishedP99Ms === undefined ? '' : ` (from publication p50 ${at(x.publishedP50Ms)} / p99 ${at(x.publishedP99Ms)} ms; occurred to published p50 ${at(x.publishLagP50Ms)} / p99 ${at(x.publishLagP99Ms)} ms)`}; ` +
         `${x.deliveriesPerSecond === undefined ? '' : `${num(x.deliveriesPerSecond)} deliveries/s, `}${x.undelivered ? 'gave up' : 'all in'} ${num(x.waitSeconds!, 1)} s after the load` +
-        `${x.drainAppCpuMsPerDelivery === undefined ? '' : `, app CPU ${num(x.drainAppCpuMsPerDelivery, 2)} ms per delivery then (${num(x.drained!)} deliveries)`}` +
+        `${x.drainAppCpuMsPerDelivery === undefined ? '' : `, ${DELIVERER} CPU ${num(x.drainAppCpuMsPerDelivery, 2)} ms per delivery then (${num(x.drained!)} deliveries)`}` +
         `${x.burstDeliveriesPerSecond === undefined
 ? ''
 : `; burst of ${num(x.burstEvents!)} events × ${num(x.receivers!)}: ${num(x.burstDelivered!)} delivered in ${num(x.burstSeconds!, 1)} s, ` +
-          `${num(x.burstDeliveriesPerSecond)} deliveries/s (${num(x.burstFromFirstPerSecond!)} from the first receipt), app CPU ${num(x.burstAppCpuMsPerDelivery!, 2)} ms per delivery`}`
+          `${num(x.burstDeliveriesPerSecond)} deliveries/s (${num(x.burstFromFirstPerSecond!)} from the first receipt), ${DELIVERER} CPU ${num(x.burstAppCpuMsPerDelivery!, 2)} ms per delivery`}`
     }
     default:
       return ''
@@ -582,6 +587,7 @@ async function main () {
     log('feed: --events 0, skipped')
   }
   const feedWanted = wants('feed')
+  if (!pg && args['delivery-instance']) log('--delivery-instance: it needs PostgreSQL (two instances on one database); the app delivers itself')
 
   let runtime: Runtime = {}
   if (!args.tsx) {
@@ -681,7 +687,7 @@ async function main () {
     log(`run ${run} of ${settings.runs}`)
     started = performance.now()
     const app = await startAppServer({ ...runtime, profileDir: args.profile }, pg
-      ? { databaseUrl: pg.url, key, ...(settings.pool ? { poolSize: settings.pool } : {}) }
+      ? { databaseUrl: pg.url, key, ...(settings.pool ? { poolSize: settings.pool } : {}), ...(args['delivery-instance'] ? { config: { WEBHOOK_DELIVERY: 'false' } } : {}) }
       : { seed: { products: settings.products, seed: settings.seed, analyze: settings.analyze, events: feedWanted ? settings.events : 0 } },
     (seeded) => {
       log(`  PGlite filled in ${seconds(seeded.importMs)} in the app's process${seeded.feed ? `, then ${num(seeded.feed.count)} feed events in ${seconds(seeded.feed.ms)}` : ''}`)
@@ -693,6 +699,16 @@ async function main () {
     const appPid = app.server.child.pid!
     log(`  app: ready ${seconds(performance.now() - started)} after start${pg ? `, PostgreSQL pool: ${settings.pool ?? 'the app\'s default'}` : ''}, RSS ${num(memoryOf(appPid).rss / MB, 1)} MB idle (its peak is measured from here)`)
     const memory = sampleMemory(appPid)
+    // --delivery-instance: the app serves the API only, and a second one, which no request
+    // reaches, delivers the webhooks (as an operator deploys them under a heavy order load).
+    let delivery: { server: Server, memory: ReturnType<typeof sampleMemory> } | undefined
+    if (args['delivery-instance'] && pg) {
+      const server = (await startAppServer(runtime, { databaseUrl: pg.url, key })).server
+      cleanups.push(server.stop)
+      const pid = server.child.pid!
+      log(`  delivery instance: ready, RSS ${num(memoryOf(pid).rss / MB, 1)} MB idle; the app does not deliver (WEBHOOK_DELIVERY=false)`)
+      delivery = { server, memory: sampleMemory(pid) }
+    }
 
     // The bare server answers what the app answers: fetched from the app before any load.
     const random = randomGenerator(settings.seed * 1000 + run)
@@ -792,7 +808,7 @@ async function main () {
               runtime,
               baseUrl: app.server.baseUrl,
               key: app.key,
-              appPid,
+              deliveringPid: delivery?.server.child.pid ?? appPid,
               ...(pg ? { keyId: benchKeyId } : {}),
               monitor,
               receivers: WEBHOOK_RECEIVERS,
@@ -823,6 +839,10 @@ async function main () {
 
     const results = await runScenarios({ scenarios, app: app.server, key: app.key, bare, monitor, localDatabase, run, appRss: memory.sinceMark })
     const peakRssMb = memory.stop() / MB
+    if (delivery) {
+      log(`  delivery instance: peak RSS ${num(delivery.memory.stop() / MB, 1)} MB`)
+      await delivery.server.stop()
+    }
     const barePeakRssMb = bare ? memoryOf(bare.child.pid!).peak / MB : undefined
     await bare?.stop()
     await stopApp()

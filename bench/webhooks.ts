@@ -33,7 +33,8 @@ export interface WebhookBenchOptions {
   runtime: Runtime
   baseUrl: string
   key: string
-  appPid: number
+  /** The process that delivers (the app, or with --delivery-instance the instance of its own): its CPU per delivery is reported. */
+  deliveringPid: number
   /** The bench key's id (events of other keys are not its endpoints' business); with PostgreSQL. */
   keyId?: string
   monitor?: postgres.Sql | undefined
@@ -149,7 +150,7 @@ type Receivers = Awaited<ReturnType<typeof startReceivers>>
  * what each had received until then).
  */
 async function runBurst (monitor: postgres.Sql, options: WebhookBenchOptions, receivers: Receivers, before: number[]): Promise<Record<string, number>> {
-  const cpuBefore = cpuTimeOf(options.appPid)
+  const cpuBefore = cpuTimeOf(options.deliveringPid)
   const insertedAt = performance.timeOrigin + performance.now()
   await monitor`insert into change_events (type, resource_id, data) select 'product.updated', gen_random_uuid(), '{}'::jsonb from generate_series(1, ${BURST_EVENTS})`
   const started = performance.now()
@@ -158,7 +159,7 @@ async function runBurst (monitor: postgres.Sql, options: WebhookBenchOptions, re
     await sleep(POLL_MS / 5)
     counts = await receivers.counts()
   }
-  const cpuMs = cpuTimeOf(options.appPid) - cpuBefore
+  const cpuMs = cpuTimeOf(options.deliveringPid) - cpuBefore
   const logs = await receivers.report()
   const delivered = logs.reduce((n, log, i) => n + log.positions.length - before[i]!, 0)
   const last = Math.max(...logs.map((log) => log.times.at(-1) ?? 0))
@@ -194,7 +195,7 @@ export async function setUpWebhooks (options: WebhookBenchOptions): Promise<() =
 
   return async () => {
     const loadDone = Date.now()
-    const cpuBefore = cpuTimeOf(options.appPid)
+    const cpuBefore = cpuTimeOf(options.deliveringPid)
     const expected = await eventsAfter(options, after)
     const want = expected.size * options.receivers
     const started = performance.now()
@@ -211,7 +212,7 @@ export async function setUpWebhooks (options: WebhookBenchOptions): Promise<() =
       }
       await sleep(POLL_MS)
     }
-    const drainCpuMs = cpuTimeOf(options.appPid) - cpuBefore
+    const drainCpuMs = cpuTimeOf(options.deliveringPid) - cpuBefore
     const waitedMs = performance.now() - started
     const t = tally(expected, logs)
     const burst = options.monitor ? await runBurst(options.monitor, options, receivers, logs.map((log) => log.positions.length)) : {}

@@ -128,12 +128,17 @@ export default fp(async function backgroundPlugin (app) {
   const periodic = (name: string, everyMs: number, run: () => Promise<unknown>, options: { runOnStop?: boolean } = {}) =>
     background.add(every(name, everyMs, run, { onError: report(name), ...options }))
 
-  background.add({
-    name: 'webhook worker',
-    start: () => worker.start(),
-    stop: () => worker.stop(Math.max(0, config.SHUTDOWN_TIMEOUT - RELEASE_MARGIN_MS)),
-    stopsEarly: true
-  })
+  // An instance that serves the API may leave delivery to instances of its own
+  // (WEBHOOK_DELIVERY=false): under an order load the one thread that answers the orders
+  // would otherwise deliver their events too, and fall behind.
+  if (config.WEBHOOK_DELIVERY) {
+    background.add({
+      name: 'webhook worker',
+      start: () => worker.start(),
+      stop: () => worker.stop(Math.max(0, config.SHUTDOWN_TIMEOUT - RELEASE_MARGIN_MS)),
+      stopsEarly: true
+    })
+  }
   // Publishing also queues the events' webhook deliveries; retention deletes published events
   // and finished deliveries in batches. Each job is safe on every instance of a fleet at once
   // (publishing runs on one at a time).

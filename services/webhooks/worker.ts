@@ -92,9 +92,9 @@ export class WebhookWorker {
     return this.#client.connections
   }
 
-  /** Claims at once rather than at the next poll: this instance has just queued deliveries. */
+  /** Claims at once rather than at the next poll: this instance has just queued deliveries. Nothing before `start` (an instance that does not deliver). */
   wake (): void {
-    this.#pump()
+    if (this.#timer !== undefined) this.#pump()
   }
 
   get inFlight (): number {

@@ -96,6 +96,36 @@ t.test('two instances on one database: each event is delivered exactly once when
   t.match(served, /storefront_webhook_oldest_due_seconds 0/, 'nothing is waiting')
 })
 
+t.test('an instance with WEBHOOK_DELIVERY=false queues what it publishes and attempts none; an instance that delivers does', async (t: T) => {
+  const { database: first, url } = await createTestDatabase(t, { poolSize: 8 })
+  let second = first
+  if (url !== undefined) {
+    second = await openDatabase({ url, poolSize: 8 })
+    t.teardown(() => second.close())
+  }
+  const api = await buildTestApp(t, { database: first, env: { ...ENV, WEBHOOK_DELIVERY: 'false', WEBHOOK_POLL_MS: '13' } })
+  await api.ready()
+  t.notOk(api.background.names.includes('webhook worker'), 'no delivery worker among its background work')
+  const { key } = await makeKey(api, everyScope)
+  const receiver = await startReceiver(t)
+  const endpoint = await createEndpoint(api, key, receiver.url)
+  const EVENTS = 5
+  await writeEvents(first, EVENTS)
+  // Its publisher queues the deliveries (and would wake a worker that ran).
+  await until('the events published, their deliveries queued', async () => (await deliveryRows(first, endpoint.id)).length === EVENTS ? true : undefined)
+  await sleep(300)
+  const untouched = (await deliveryRows(first, endpoint.id)).map((r) => ({ status: r.status, attempts: r.attempts, lease: r.lease_until }))
+  t.same(untouched, Array.from({ length: EVENTS }, () => ({ status: 'pending', attempts: 0, lease: null })), 'none claimed nor attempted, many polls and publications later')
+  t.equal(receiver.received.length, 0, 'nothing reached the receiver')
+  const delivering = await buildTestApp(t, { database: second, env: ENV })
+  await delivering.ready()
+  await receiver.waitFor(EVENTS, 30_000)
+  await until('the outcomes recorded', async () => (await deliveryRows(first, endpoint.id)).every((r) => r.status === 'succeeded') ? true : undefined)
+  t.equal(new Set(receiver.received.map((r) => r.id)).size, EVENTS, 'the delivering instance delivered each event')
+  const succeeded = async (app: App) => Number(/storefront_webhook_attempts_total\{outcome="succeeded"\} (\d+)/.exec((await app.inject({ url: '/metrics' })).body)?.[1] ?? 0)
+  t.same([await succeeded(api), await succeeded(delivering)], [0, EVENTS], 'all of them attempted by the delivering instance')
+})
+
 t.test('two instances with failures and retries: one attempt is never made twice at once, and each is recorded once', async (t: T) => {
   const { database: first, url } = await createTestDatabase(t, { poolSize: 8 })
   let second = first
