@@ -703,7 +703,7 @@ async function main () {
     // reaches, delivers the webhooks (as an operator deploys them under a heavy order load).
     let delivery: { server: Server, memory: ReturnType<typeof sampleMemory> } | undefined
     if (args['delivery-instance'] && pg) {
-      const server = (await startAppServer(runtime, { databaseUrl: pg.url, key })).server
+      const server = (await startAppServer({ ...runtime, profileDir: args.profile }, { databaseUrl: pg.url, key })).server
       cleanups.push(server.stop)
       const pid = server.child.pid!
       log(`  delivery instance: ready, RSS ${num(memoryOf(pid).rss / MB, 1)} MB idle; the app does not deliver (WEBHOOK_DELIVERY=false)`)
@@ -837,7 +837,7 @@ async function main () {
     scenarios = [...catalogue, ...orderReads, ...feedReads, ...exports, ...orderCreate].filter((s) => selected.has(s.name))
     if (run === 1) for (const s of scenarios) log(`  ${s.name.padEnd(NAME_WIDTH)} ${s.description}`)
 
-    const results = await runScenarios({ scenarios, app: app.server, key: app.key, bare, monitor, localDatabase, run, appRss: memory.sinceMark })
+    const results = await runScenarios({ scenarios, app: app.server, key: app.key, bare, monitor, localDatabase, run, appRss: memory.sinceMark, ...(delivery ? { deliveryPid: delivery.server.child.pid! } : {}) })
     const peakRssMb = memory.stop() / MB
     if (delivery) {
       log(`  delivery instance: peak RSS ${num(delivery.memory.stop() / MB, 1)} MB`)
@@ -972,6 +972,8 @@ async function runScenarios (input: {
   run: number
   /** The app's largest RSS in bytes since the last call. */
   appRss: () => number
+  /** With --delivery-instance: its profile's windows are named `<scenario>@delivery`. */
+  deliveryPid?: number
 }): Promise<Record<string, Figures>> {
   const { scenarios, app, key, bare, monitor } = input
   const results: Record<string, Figures> = {}
@@ -1081,7 +1083,11 @@ async function runScenarios (input: {
     await dbCpu?.start()
     const startUs = monotonicUs()
     const result = await load(settings.durationSeconds)
-    if (args.profile && scenario.server === 'app') profileWindows.push({ run: input.run, appPid: app.child.pid!, scenario: scenario.name, startUs, endUs: monotonicUs() })
+    if (args.profile && scenario.server === 'app') {
+      const endUs = monotonicUs()
+      profileWindows.push({ run: input.run, appPid: app.child.pid!, scenario: scenario.name, startUs, endUs })
+      if (input.deliveryPid !== undefined) profileWindows.push({ run: input.run, appPid: input.deliveryPid, scenario: `${scenario.name}@delivery`, startUs, endUs })
+    }
     // Answers that were 2xx (a fixed scenario's are counted, a timed one's are its rate × its duration).
     const ok = Math.max(scenario.fixed ? result.total - result.non2xx : result.okPerSecond * settings.durationSeconds, 1)
     const figures: Figures = { okPerSecond: result.okPerSecond, p50: result.p50, p99: result.p99, total: result.total, non2xx: result.non2xx, errors: result.errors }
