@@ -90,7 +90,6 @@ t.test('waiting for a product\'s lock is not waiting for the Idempotency-Key', {
     await tx`select id from products where id = ${mug.id} for update`
     locked()
     await released
-    await sleep(500)
   })
   await productLocked
   const body = orderBody([{ productId: mug.id }])

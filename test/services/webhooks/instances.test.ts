@@ -59,13 +59,20 @@ async function deliveryRows (database: Database, endpointId: string) {
     from webhook_deliveries where endpoint_id = ${endpointId}::uuid order by position`)
 }
 
-t.test('two instances on one database: each event is delivered exactly once when the receiver succeeds', async (t: T) => {
+/** An instance's count of successful delivery attempts, from its /metrics text. */
+const succeededIn = (metrics: string) => Number(/storefront_webhook_attempts_total\{outcome="succeeded"\} (\d+)/.exec(metrics)?.[1] ?? 0)
+
+/** One test database opened twice, as two instances would (PGlite: the one in-process database, shared). */
+async function twoConnections (t: T): Promise<{ first: Database, second: Database }> {
   const { database: first, url } = await createTestDatabase(t, { poolSize: 8 })
-  let second = first
-  if (url !== undefined) {
-    second = await openDatabase({ url, poolSize: 8 })
-    t.teardown(() => second.close())
-  }
+  if (url === undefined) return { first, second: first }
+  const second = await openDatabase({ url, poolSize: 8 })
+  t.teardown(() => second.close())
+  return { first, second }
+}
+
+t.test('two instances on one database: each event is delivered exactly once when the receiver succeeds', async (t: T) => {
+  const { first, second } = await twoConnections(t)
   // Small batches, so both instances keep claiming at once.
   const a = await buildTestApp(t, { database: first, env: { ...ENV, WEBHOOK_CONCURRENCY: '4' } })
   const b = await buildTestApp(t, { database: second, env: { ...ENV, WEBHOOK_CONCURRENCY: '4', WEBHOOK_POLL_MS: '13' } })
@@ -90,19 +97,13 @@ t.test('two instances on one database: each event is delivered exactly once when
   t.same(row, { succeeded: EVENTS * 2, attempts: EVENTS * 2 }, 'every delivery succeeded at its first attempt')
   const served = (await a.inject({ url: '/metrics' })).body
   const servedB = (await b.inject({ url: '/metrics' })).body
-  const count = (body: string) => Number(/storefront_webhook_attempts_total\{outcome="succeeded"\} (\d+)/.exec(body)?.[1] ?? 0)
-  t.equal(count(served) + count(servedB), EVENTS * 2, 'the two instances\' attempt counters add up to the deliveries')
-  if (usingPostgres) t.ok(count(served) > 0 && count(servedB) > 0, `both instances delivered (${count(served)} and ${count(servedB)})`)
+  t.equal(succeededIn(served) + succeededIn(servedB), EVENTS * 2, 'the two instances\' attempt counters add up to the deliveries')
+  if (usingPostgres) t.ok(succeededIn(served) > 0 && succeededIn(servedB) > 0, `both instances delivered (${succeededIn(served)} and ${succeededIn(servedB)})`)
   t.match(served, /storefront_webhook_oldest_due_seconds 0/, 'nothing is waiting')
 })
 
 t.test('an instance with WEBHOOK_DELIVERY=false queues what it publishes and attempts none; an instance that delivers does', async (t: T) => {
-  const { database: first, url } = await createTestDatabase(t, { poolSize: 8 })
-  let second = first
-  if (url !== undefined) {
-    second = await openDatabase({ url, poolSize: 8 })
-    t.teardown(() => second.close())
-  }
+  const { first, second } = await twoConnections(t)
   const api = await buildTestApp(t, { database: first, env: { ...ENV, WEBHOOK_DELIVERY: 'false', WEBHOOK_POLL_MS: '13' } })
   await api.ready()
   t.notOk(api.background.names.includes('webhook worker'), 'no delivery worker among its background work')
@@ -122,17 +123,12 @@ t.test('an instance with WEBHOOK_DELIVERY=false queues what it publishes and att
   await receiver.waitFor(EVENTS, 30_000)
   await until('the outcomes recorded', async () => (await deliveryRows(first, endpoint.id)).every((r) => r.status === 'succeeded') ? true : undefined)
   t.equal(new Set(receiver.received.map((r) => r.id)).size, EVENTS, 'the delivering instance delivered each event')
-  const succeeded = async (app: App) => Number(/storefront_webhook_attempts_total\{outcome="succeeded"\} (\d+)/.exec((await app.inject({ url: '/metrics' })).body)?.[1] ?? 0)
+  const succeeded = async (app: App) => succeededIn((await app.inject({ url: '/metrics' })).body)
   t.same([await succeeded(api), await succeeded(delivering)], [0, EVENTS], 'all of them attempted by the delivering instance')
 })
 
 t.test('two instances with failures and retries: one attempt is never made twice at once, and each is recorded once', async (t: T) => {
-  const { database: first, url } = await createTestDatabase(t, { poolSize: 8 })
-  let second = first
-  if (url !== undefined) {
-    second = await openDatabase({ url, poolSize: 8 })
-    t.teardown(() => second.close())
-  }
+  const { first, second } = await twoConnections(t)
   const env = { ...ENV, WEBHOOK_CONCURRENCY: '8', WEBHOOK_RETRY_SCHEDULE: '0.05,0.05,0.05' }
   const a = await buildTestApp(t, { database: first, env })
   const b = await buildTestApp(t, { database: second, env: { ...env, WEBHOOK_POLL_MS: '13' } })
