@@ -5,9 +5,16 @@
 // made it, on the others when their state poll reads the products the feed has published
 // since their last poll. A change to the whole catalogue (an import) moves the reset version
 // too, and every instance drops everything.
+//
+// A read is kept only when the same read missed before, and came back within as many bytes
+// of other misses as the cache holds: one that comes back later would have been evicted by
+// then anyway (the eviction is least recently used). Under reads that rarely repeat (a crawl,
+// uniformly random ids) keeping each one cost more than its rare hit saved: its bookkeeping,
+// and the old-generation garbage it became when pushed out.
 import type { Database } from '../db/client.ts'
 import { bumpCatalogVersion, type CatalogState } from '../db/settings.ts'
 import { ReadCache } from '../lib/read-cache.ts'
+import { RecentKeys } from '../lib/recent-keys.ts'
 
 export interface CatalogCacheOptions {
   /** The cache's bound, in bytes of JSON. */
@@ -46,6 +53,9 @@ export class CatalogCache {
   readonly #database: Database
   readonly #options: CatalogCacheOptions
   readonly #loading = new Map<string, Promise<unknown>>()
+  readonly #recentMisses: RecentKeys
+  /** The bytes of every read loaded so far: the clock misses are remembered by. */
+  #missedBytes = 0
   #polledAt = 0
   /** Moves with every change this instance learns of: a read begun before one is not kept. */
   #generation = 0
@@ -54,6 +64,8 @@ export class CatalogCache {
     this.#database = database
     this.#options = options
     this.reads = new ReadCache(options.bytes)
+    // Enough slots for the misses of one cache's worth of bytes, at about a product each.
+    this.#recentMisses = new RecentKeys(Math.max(1024, options.bytes / 512))
   }
 
   /** What a state poll begun at `polledAt` read of the catalogue. */
@@ -73,7 +85,8 @@ export class CatalogCache {
 
   /**
    * Reads through the cache. The result is stored only when no catalogue change was seen
-   * while it was read, so a read that raced a change is never kept. It expires at
+   * while it was read, so a read that raced a change is never kept, and only when it missed
+   * lately too (above). It expires at
    * `changesAt` (a discount starting or ending) or after the cache's longest life.
    */
   async cachedRead<V> (key: string, load: () => Promise<Loaded<V> | null>): Promise<V | null> {
@@ -89,9 +102,14 @@ export class CatalogCache {
     let pending = this.#loading.get(loadKey)
     if (pending === undefined) {
       const loadedAt = Date.now()
+      const missedAt = this.#missedBytes
+      const missedBefore = this.#recentMisses.previous(key, missedAt)
       pending = load().then((loaded) => {
         if (loaded === null) return null
-        if (this.#generation === generationBefore) this.reads.set(key, loaded.value, this.#expiry(loadedAt, loaded.changesAt), loaded.bytes, loaded.tags)
+        const bytes = loaded.bytes ?? JSON.stringify(loaded.value)?.length ?? 0
+        this.#missedBytes += bytes
+        const cameBackSoon = missedBefore !== null && missedAt - missedBefore <= this.#options.bytes
+        if (cameBackSoon && this.#generation === generationBefore) this.reads.set(key, loaded.value, this.#expiry(loadedAt, loaded.changesAt), bytes, loaded.tags)
         return loaded.value
       }).finally(() => this.#loading.delete(loadKey))
       this.#loading.set(loadKey, pending)

@@ -177,9 +177,31 @@ t.test('concurrent misses of one key share one load', async (t) => {
   const results = await Promise.all(Array.from({ length: 10 }, () => state.cachedRead('k', load)))
   t.equal(loads, 1)
   t.same(results, Array.from({ length: 10 }, () => ({ n: 1 })))
-  t.same(await state.cachedRead('k', load), { n: 1 }, 'then served from the cache')
-  t.equal(loads, 1)
-  t.same(await state.cachedRead('other', load), { n: 2 }, 'another key loads on its own')
+  t.same(await Promise.all(Array.from({ length: 10 }, () => state.cachedRead('k', load))), Array.from({ length: 10 }, () => ({ n: 2 })), 'missed again: one load, kept')
+  t.same(await state.cachedRead('k', load), { n: 2 }, 'then served from the cache')
+  t.equal(loads, 2)
+  t.same(await state.cachedRead('other', load), { n: 3 }, 'another key loads on its own')
+})
+
+t.test('a read is kept when it misses again within a cacheful of other misses', async (t) => {
+  // Room for 10 reads of 1,000 bytes.
+  const state = new CatalogCache(database, { bytes: 10_000, maxMs: 60_000, settleMs: 60_000 })
+  await poll(state)
+  let loads = 0
+  const load = async () => ({ value: ++loads, changesAt: [], bytes: 1000 })
+  t.equal(await state.cachedRead('hot', load), 1)
+  t.equal(state.reads.size, 0, 'its first miss is not kept')
+  for (let i = 0; i < 5; i++) await state.cachedRead(`other ${i}`, load)
+  t.equal(await state.cachedRead('hot', load), 7, 'its second, 5,000 bytes of misses later, is read again')
+  t.equal(await state.cachedRead('hot', load), 7, 'and kept')
+  t.equal(state.reads.size, 1, 'reads asked for once are not kept')
+
+  t.equal(await state.cachedRead('cold', load), 8)
+  for (let i = 0; i < 11; i++) await state.cachedRead(`more ${i}`, load)
+  t.equal(await state.cachedRead('cold', load), 20, 'a read that comes back after 11,000 bytes of misses')
+  t.equal(await state.cachedRead('cold', load), 21, 'is not kept: the cache would have let it go by then')
+  t.equal(await state.cachedRead('cold', load), 21, 'until it comes back soon')
+  t.equal(await state.cachedRead('hot', load), 7, 'and none of them pushed the kept one out')
 })
 
 t.test('a read that raced a catalogue change is not kept', async (t) => {
@@ -189,12 +211,13 @@ t.test('a read that raced a catalogue change is not kept', async (t) => {
   const load = async () => {
     loads++
     // The change lands while this read is under way.
-    if (loads === 1) await state.productsChanged([crypto.randomUUID()])
+    if (loads === 2) await state.productsChanged([crypto.randomUUID()])
     return { value: loads, changesAt: [] }
   }
-  t.equal(await state.cachedRead('k', load), 1)
-  t.equal(await state.cachedRead('k', load), 2, 'read again, not served from the cache')
-  t.equal(await state.cachedRead('k', load), 2, 'this one is kept')
+  await state.cachedRead('k', load)
+  t.equal(await state.cachedRead('k', load), 2, 'missed again')
+  t.equal(await state.cachedRead('k', load), 3, 'read again, not served from the cache')
+  t.equal(await state.cachedRead('k', load), 3, 'this one is kept')
 })
 
 t.test('an instance that has not polled lately reads through its cache', async (t) => {
@@ -205,9 +228,10 @@ t.test('an instance that has not polled lately reads through its cache', async (
   t.equal(await state.cachedRead('k', load), 2)
   await poll(state)
   t.equal(await state.cachedRead('k', load), 3)
-  t.equal(await state.cachedRead('k', load), 3, 'just polled: served from the cache')
+  t.equal(await state.cachedRead('k', load), 4, 'missed again, so kept')
+  t.equal(await state.cachedRead('k', load), 4, 'just polled: served from the cache')
   await sleep(250)
-  t.equal(await state.cachedRead('k', load), 4, 'the last poll is older than the settle time: read through')
+  t.equal(await state.cachedRead('k', load), 5, 'the last poll is older than the settle time: read through')
 })
 
 t.test('the read cache expires entries and stays within its bytes', async (t) => {
