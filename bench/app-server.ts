@@ -25,10 +25,18 @@ if (options.seed) {
 globalThis.gc?.()
 resetPeakMemory()
 
+// BENCH_APP_CONFIG (space-separated KEY=VALUE) sets the app's own settings, to measure a
+// trade-off (CATALOG_CACHE_MB=8, say); the options' own come after it.
+const fromEnvironment = Object.fromEntries((process.env.BENCH_APP_CONFIG ?? '').split(' ').filter(Boolean).map((pair) => {
+  const at = pair.indexOf('=')
+  if (at < 1) throw new Error(`BENCH_APP_CONFIG: "${pair}" is not KEY=VALUE`)
+  return [pair.slice(0, at), pair.slice(at + 1)]
+}))
+
 const app = await buildApp({
   // order-create-webhooks delivers to receivers on 127.0.0.1 over plain http, which the
   // production defaults refuse; the worker's own settings (WEBHOOK_POLL_MS, WEBHOOK_CONCURRENCY…) stay the defaults.
-  config: loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_MAX: String(BENCH_RATE_LIMIT), WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', ...options.config }),
+  config: loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_MAX: String(BENCH_RATE_LIMIT), WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', ...fromEnvironment, ...options.config }),
   database,
   logger: false
 })
