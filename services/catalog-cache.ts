@@ -86,8 +86,8 @@ export class CatalogCache {
   /**
    * Reads through the cache. The result is stored only when no catalogue change was seen
    * while it was read, so a read that raced a change is never kept, and only when it missed
-   * lately too (above). It expires at
-   * `changesAt` (a discount starting or ending) or after the cache's longest life.
+   * lately too (above). It expires at `changesAt` (a discount starting or ending) or after
+   * the cache's longest life.
    */
   async cachedRead<V> (key: string, load: () => Promise<Loaded<V> | null>): Promise<V | null> {
     // Not heard from the database lately (it is slow or unreachable): what is cached may
