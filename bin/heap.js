@@ -4,8 +4,10 @@
 // collects before it grows. The cap is a start-up flag of V8 (it cannot be changed once the
 // heap exists), so `storefront serve` started without it runs itself again with it: in place
 // where Node can (process.execve, Node ≥ 22.15), else as a child whose signals it relays
-// and whose exit it reports as its own.
+// and whose exit it reports as its own. `npm start` asks for the flags first (`--flags`,
+// below) and starts the server with them: one process under npm on every Node.
 import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { getHeapStatistics } from 'node:v8'
 
 /** The old space's cap, MB, unless HEAP_LIMIT_MB says otherwise (config.ts declares the same default). */
@@ -66,4 +68,17 @@ export function watchParent () {
   delete process.env[BOUNDED_CHILD]
   process.channel.unref()
   process.once('disconnect', () => { process.kill(process.pid, 'SIGTERM') })
+}
+
+// `node bin/heap.js --flags`: the flags `serve` needs, for a command line that starts the server
+// bounded from the first (npm start on a Node without process.execve, where the launcher would
+// otherwise stay beside the server). Nothing when none are needed, or when HEAP_LIMIT_MB is
+// invalid: the server itself then says what is wrong with it.
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--flags') {
+  let flags = []
+  try {
+    const mb = heapLimitMb()
+    if (needsBound(mb)) flags = heapFlags(mb)
+  } catch {}
+  process.stdout.write(flags.join(' '))
 }

@@ -22,10 +22,10 @@ export interface ServerProcess {
   exited: Promise<number | null>
 }
 
-/** Starts `node bin/storefront.js serve` in `cwd` and waits until /healthz answers. */
-export async function startServer (cwd: string, env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
+/** Starts `node bin/storefront.js serve` (or `command`) in `cwd` and waits until /healthz answers. */
+export async function startServer (cwd: string, env: Record<string, string>, timeoutMs = 60_000, command: [string, string[]] = [process.execPath, ['bin/storefront.js', 'serve']]): Promise<ServerProcess> {
   const port = await freePort()
-  const child = spawn(process.execPath, ['bin/storefront.js', 'serve'], {
+  const child = spawn(command[0], command[1], {
     cwd,
     env: { ...process.env, NODE_OPTIONS: '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
