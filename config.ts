@@ -76,7 +76,7 @@ export const ConfigSchema = Type.Object({
   // cache may trust a key for at most that long.
   KEY_CACHE_TTL_MS: Type.Integer({ default: 2000, minimum: 0, maximum: 5000, description: 'How long an API key is trusted before it is looked up again (0 to 5000): bounds the revocation delay' }),
   KEY_LAST_USED_FLUSH_MS: Type.Integer({ default: 5000, minimum: 100, description: 'How often keys\' last use is written' }),
-  HEAP_LIMIT_MB: Type.Integer({ default: 128, minimum: 0, description: 'The server\'s heap (V8 old space) cap, MB, which `storefront serve` applies itself however it is started; 0: V8\'s own sizing' }),
+  HEAP_LIMIT_MB: Type.Integer({ default: 128, minimum: 0, description: 'The server\'s heap (V8 old space) cap, MB, which `storefront serve` applies itself however it is started, with a young generation of 8 MB semi-spaces; 0: V8\'s own sizing of both' }),
   CATALOG_CACHE_MB: Type.Number({ default: 8, minimum: 0, description: 'Catalogue reads (products, pages) cached per instance, in megabytes of their JSON (the heap holds them in about twice to three times that); only reads asked for again soon are kept' }),
   CATALOG_CACHE_MAX_MS: Type.Integer({ default: 60000, minimum: 0, description: 'Longest a cached catalogue read lives when no change is signalled' }),
 
