@@ -81,9 +81,9 @@ export function watchParent () {
 }
 
 // `node bin/heap.js --flags`: the flags `serve` needs, for a command line that starts the server
-// bounded from the first (npm start on a Node without process.execve, where the launcher would
-// otherwise stay beside the server). Nothing when none are needed, or when HEAP_LIMIT_MB is
-// invalid: the server itself then says what is wrong with it.
+// bounded from the first (`npm start`), so that nothing runs it again and, on a Node without
+// process.execve, no launcher stays beside it. Nothing when none are needed, or when
+// HEAP_LIMIT_MB is invalid: the server itself then says what is wrong with it.
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--flags') {
   let flags = []
   try {
