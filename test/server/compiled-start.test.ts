@@ -117,15 +117,11 @@ t.test('npm start builds dist/ and serves it without a TypeScript loader', async
     t.match(await products.json(), { total: 37 })
   }
 
-  // Where Node cannot replace the process (no process.execve before 22.15), `serve` started
-  // without a heap cap runs itself again with one (bin/heap.js): a launcher and the server.
-  // Where it can (22.15 and later) the launcher replaces itself: one process, two runs.
+  // `npm start` gives the server its heap flags itself (`node bin/heap.js --flags`), so on
+  // every Node one process runs `serve` once: no launcher runs it again.
   const runs = loadedBy(record, /bin\/storefront\.js serve$/)
-  const server = runs.find((run) => run.modules.includes(pathToFileURL(join(tree, 'dist/server.js')).href))?.modules
-  const launchers = runs.filter((run) => run.modules !== server)
-  t.equal(new Set(runs.map((run) => run.pid)).size, typeof (process as { execve?: unknown }).execve === 'function' ? 1 : 2, 'one serving process (and its launcher, where it needs one)')
-  t.equal(launchers.length, 1, 'one launcher run')
-  t.strictSame(launchers.flatMap((run) => run.modules.filter((url) => url.startsWith(pathToFileURL(join(tree, 'dist')).href) || isTsx(url))), [], 'the launcher loads neither dist/ nor tsx')
+  t.equal(runs.length, 1, 'one run of serve: the server itself, no launcher')
+  const server = runs[0]?.modules
   t.ok(server?.includes(pathToFileURL(join(tree, 'dist/cli/main.js')).href), 'the server runs dist/cli.js')
   t.ok(server?.includes(pathToFileURL(join(tree, 'dist/server.js')).href), 'and dist/server.js')
   t.strictSame(server?.filter(isTsx), [], 'no module of tsx is loaded')
@@ -133,6 +129,33 @@ t.test('npm start builds dist/ and serves it without a TypeScript loader', async
 
   process.kill(-child.pid!, 'SIGTERM')
   await exited
+
+  // `node bin/storefront.js serve` (the image's command) runs itself again under the cap: in
+  // place from Node 22.15 (one process, two runs), else as a launcher beside the server.
+  writeFileSync(record, '')
+  const directPort = await freePort()
+  const direct = spawn(process.execPath, ['bin/storefront.js', 'serve'], {
+    cwd: tree,
+    env: environment(tree, record, { HOST: '127.0.0.1', PORT: String(directPort), ...store }),
+    stdio: 'ignore',
+    detached: true
+  })
+  const directExited = new Promise<number | null>((resolve) => direct.on('exit', resolve))
+  t.teardown(() => { try { process.kill(-direct.pid!, 'SIGKILL') } catch {} })
+  for (const deadline = Date.now() + 120_000; ;) {
+    if (direct.exitCode !== null) throw new Error(`serve exited with ${direct.exitCode}`)
+    if (await fetch(`http://127.0.0.1:${directPort}/healthz`).then((r) => r.ok, () => false)) break
+    if (Date.now() > deadline) throw new Error('serve did not answer in time')
+    await sleep(500)
+  }
+  const serveRuns = loadedBy(record, /bin\/storefront\.js serve$/)
+  const served = serveRuns.find((run) => run.modules.includes(pathToFileURL(join(tree, 'dist/server.js')).href))?.modules
+  const launchers = serveRuns.filter((run) => run.modules !== served)
+  t.equal(new Set(serveRuns.map((run) => run.pid)).size, typeof (process as { execve?: unknown }).execve === 'function' ? 1 : 2, 'serve: one serving process (and its launcher, where it needs one)')
+  t.equal(launchers.length, 1, 'one launcher run')
+  t.strictSame(launchers.flatMap((run) => run.modules.filter((url) => url.startsWith(pathToFileURL(join(tree, 'dist')).href) || isTsx(url))), [], 'the launcher loads neither dist/ nor tsx')
+  process.kill(-direct.pid!, 'SIGTERM')
+  await directExited
 })
 
 t.test('the storefront command runs dist/ while it matches the sources, else the sources', async (t) => {
