@@ -1,6 +1,7 @@
 // The heap bound `storefront serve` applies itself (bin/heap.js): started without any flag,
 // the process that serves runs with the old space capped at HEAP_LIMIT_MB, and the launcher
-// it needed on Node 20 passes signals on and takes the server down with it.
+// it needed on Node 20 passes signals on and takes the server down with it; `npm start` gives
+// the server the same flags itself and needs no launcher.
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -13,7 +14,7 @@ import { startServer } from '../server-process.ts'
 
 const root = new URL('../..', import.meta.url).pathname
 const MB = 2 ** 20
-// Two real starts of the server from the sources (through tsx), on a machine that may be busy.
+// Three real starts of the server from the sources (through tsx), on a machine that may be busy.
 const START_MS = 240_000
 t.setTimeout(3 * START_MS + 60_000)
 
