@@ -32,19 +32,24 @@ export function heapLimitMb (env = process.env) {
   return mb
 }
 
+/** The flags this process was started with: its command line's and NODE_OPTIONS. */
+const startFlags = () => [...process.execArgv, process.env.NODE_OPTIONS ?? '']
+/** Whether V8 flag `name` is among `flags` (V8 reads `_` and `-` alike). */
+const hasFlag = (flags, name) => flags.some((flag) => flag.replaceAll('_', '-').includes(`--${name}`))
+
 /** The V8 flags that bound the heap to `mb` (none for 0), beside the flags `given` already. */
-export function heapFlags (mb, given = [...process.execArgv, process.env.NODE_OPTIONS ?? '']) {
+export function heapFlags (mb, given = startFlags()) {
   if (mb === 0) return []
-  const semiSpaceGiven = given.some((flag) => /--max[-_]semi[-_]space[-_]size/.test(flag))
-  return [`--max-old-space-size=${mb}`, ...(semiSpaceGiven ? [] : [`--max-semi-space-size=${SEMI_SPACE_MB}`])]
+  const semiSpace = hasFlag(given, 'max-semi-space-size') ? [] : [`--max-semi-space-size=${SEMI_SPACE_MB}`]
+  return [`--max-old-space-size=${mb}`, ...semiSpace]
 }
 
 /**
  * Whether this process needs starting again to be bounded: no cap of its own (a flag in its
  * command or NODE_OPTIONS, which is respected as given) and a heap larger than the bound.
  */
-export function needsBound (mb, limitBytes = getHeapStatistics().heap_size_limit, flags = [...process.execArgv, process.env.NODE_OPTIONS ?? '']) {
-  if (flags.some((flag) => /--max[-_]old[-_]space[-_]size/.test(flag))) return false
+export function needsBound (mb, limitBytes = getHeapStatistics().heap_size_limit, flags = startFlags()) {
+  if (hasFlag(flags, 'max-old-space-size')) return false
   return mb !== 0 && limitBytes / 2 ** 20 > mb + YOUNG_GENERATION_MB
 }
 

@@ -3,7 +3,7 @@
 // command runs dist/ while it matches the sources, and the sources through tsx once they
 // change. Each check runs a copy of the checkout (its sources, not its dist/) and records,
 // through a module hook, every module each process loads.
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -76,6 +76,16 @@ function storefront (tree: string, record: string, args: string[], extra: Record
 
 const isTsx = (url: string) => url.includes('/node_modules/tsx/')
 
+/** Waits until the server `child` started answers /healthz on `port`; fails if it exits first or not within `ms`. */
+async function untilServing (child: ChildProcess, port: number, what: string, ms: number, output = () => ''): Promise<void> {
+  for (const deadline = Date.now() + ms; ;) {
+    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}:\n${output()}`)
+    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) return
+    if (Date.now() > deadline) throw new Error(`${what} did not serve in time:\n${output()}`)
+    await sleep(500)
+  }
+}
+
 t.test('npm start builds dist/ and serves it without a TypeScript loader', async (t) => {
   const tree = copyCheckout()
   t.teardown(() => rmSync(tree, { recursive: true, force: true }))
@@ -100,12 +110,7 @@ t.test('npm start builds dist/ and serves it without a TypeScript loader', async
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve))
   t.teardown(() => { try { process.kill(-child.pid!, 'SIGKILL') } catch {} })
   const base = `http://127.0.0.1:${port}`
-  for (const deadline = Date.now() + 600_000; ;) {
-    if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`)
-    if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break
-    if (Date.now() > deadline) throw new Error(`npm start did not serve in time:\n${output}`)
-    await sleep(500)
-  }
+  await untilServing(child, port, 'npm start', 600_000, () => output)
 
   t.match(output, /dist\/ is missing or older than the sources; compiling/, 'prestart built dist/')
   t.ok(existsSync(join(tree, 'dist/.source-hash')), 'with the fingerprint of its sources')
@@ -142,12 +147,7 @@ t.test('npm start builds dist/ and serves it without a TypeScript loader', async
   })
   const directExited = new Promise<number | null>((resolve) => direct.on('exit', resolve))
   t.teardown(() => { try { process.kill(-direct.pid!, 'SIGKILL') } catch {} })
-  for (const deadline = Date.now() + 120_000; ;) {
-    if (direct.exitCode !== null) throw new Error(`serve exited with ${direct.exitCode}`)
-    if (await fetch(`http://127.0.0.1:${directPort}/healthz`).then((r) => r.ok, () => false)) break
-    if (Date.now() > deadline) throw new Error('serve did not answer in time')
-    await sleep(500)
-  }
+  await untilServing(direct, directPort, 'serve', 120_000)
   const serveRuns = loadedBy(record, /bin\/storefront\.js serve$/)
   const served = serveRuns.find((run) => run.modules.includes(pathToFileURL(join(tree, 'dist/server.js')).href))?.modules
   const launchers = serveRuns.filter((run) => run.modules !== served)
