@@ -78,6 +78,7 @@ export const ConfigSchema = Type.Object({
   KEY_LAST_USED_FLUSH_MS: Type.Integer({ default: 5000, minimum: 100, description: 'How often keys\' last use is written' }),
   HEAP_LIMIT_MB: Type.Integer({ default: 128, minimum: 0, description: 'The server\'s heap (V8 old space) cap, MB, which `storefront serve` applies itself however it is started, with a young generation of 8 MB semi-spaces; 0: V8\'s own sizing of both' }),
   CATALOG_CACHE_MB: Type.Number({ default: 8, minimum: 0, description: 'Catalogue reads (products, pages) cached per instance, in megabytes of their JSON (the heap holds them in about twice to three times that); only reads asked for again soon are kept' }),
+  SEARCH_CACHE_MB: Type.Number({ default: 4, minimum: 0, description: 'Which products each search found (a page\'s ids and the total, about 1 KB a search) cached per instance, in megabytes of their JSON, kept at the first miss; the documents are read afresh. 0 caches none' }),
   CATALOG_CACHE_MAX_MS: Type.Integer({ default: 60000, minimum: 0, description: 'Longest a cached catalogue read lives when no change is signalled' }),
 
   DISCOUNT_SWEEP_MS: Type.Integer({ default: 30000, minimum: 100, maximum: 60000, description: 'How often products whose discount window opened or closed get a new updatedAt (at most a minute late)' }),

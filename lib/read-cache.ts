@@ -54,6 +54,18 @@ export class ReadCache<V = unknown> {
     return n
   }
 
+  /** Drops every entry past its expiry; returns how many. */
+  dropExpired (now = Date.now()): number {
+    let n = 0
+    for (const [key, entry] of this.#entries) {
+      if (entry.expiresAt <= now) {
+        this.#delete(key)
+        n++
+      }
+    }
+    return n
+  }
+
   clear (): void {
     this.#entries.clear()
     this.#tagged.clear()

@@ -26,6 +26,7 @@ export default fp(async function statePlugin (app) {
   const store = new Store()
   const catalogCache = new CatalogCache(database, {
     bytes: config.CATALOG_CACHE_MB * 1024 * 1024,
+    searchBytes: config.SEARCH_CACHE_MB * 1024 * 1024,
     maxMs: config.CATALOG_CACHE_MAX_MS,
     settleMs: config.READ_SETTLE_MS
   })

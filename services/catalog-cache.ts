@@ -11,6 +11,12 @@
 // then anyway (the eviction is least recently used). Under reads that rarely repeat (a crawl,
 // uniformly random ids) keeping each one cost more than its rare hit saved: its bookkeeping,
 // and the old-generation garbage it became when pushed out.
+//
+// Searches have a second, smaller cache of their own: which products a search finds (one
+// page's ids and the total), kept at its first miss. Finding them reads every match, a
+// thousand rows and more, while the page's documents are read like any list page's; and the
+// matches change only with an import, or with stock when the search also filters by
+// availability or updatedSince.
 import type { Database } from '../db/client.ts'
 import { bumpCatalogVersion, type CatalogState } from '../db/settings.ts'
 import { ReadCache } from '../lib/read-cache.ts'
@@ -19,6 +25,8 @@ import { RecentKeys } from '../lib/recent-keys.ts'
 export interface CatalogCacheOptions {
   /** The cache's bound, in bytes of JSON. */
   bytes: number
+  /** The search matches' cache's bound, in bytes of JSON. */
+  searchBytes: number
   /** Longest a cached read lives when no change is signalled. */
   maxMs: number
   /**
@@ -50,6 +58,7 @@ export class CatalogCache {
   /** The last feed position the poll has read the changed products up to; null before the first poll. */
   position: number | null = null
   readonly reads: ReadCache
+  readonly searches: ReadCache
   readonly #database: Database
   readonly #options: CatalogCacheOptions
   readonly #loading = new Map<string, Promise<unknown>>()
@@ -64,6 +73,7 @@ export class CatalogCache {
     this.#database = database
     this.#options = options
     this.reads = new ReadCache(options.bytes)
+    this.searches = new ReadCache(options.searchBytes)
     // Enough slots for the misses of one cache's worth of bytes, at about a product each.
     this.#recentMisses = new RecentKeys(Math.max(1024, options.bytes / 512))
   }
@@ -73,6 +83,7 @@ export class CatalogCache {
     if (state.resetVersion !== this.resetVersion || state.changed === null) {
       // A new reset version, the first poll, or more changed products than the poll reads.
       this.reads.clear()
+      this.searches.clear()
       this.#generation++
     } else if (state.changed.length > 0) {
       this.#drop(state.changed)
@@ -81,6 +92,9 @@ export class CatalogCache {
     this.position = state.position
     this.#moveTo(state.version)
     this.#polledAt = Math.max(this.#polledAt, polledAt)
+    // An idle instance gives back what has expired rather than holding it until it is read.
+    this.reads.dropExpired()
+    this.searches.dropExpired()
   }
 
   /**
@@ -89,11 +103,20 @@ export class CatalogCache {
    * lately too (above). It expires at `changesAt` (a discount starting or ending) or after
    * the cache's longest life.
    */
-  async cachedRead<V> (key: string, load: () => Promise<Loaded<V> | null>): Promise<V | null> {
+  cachedRead<V> (key: string, load: () => Promise<Loaded<V> | null>): Promise<V | null> {
+    return this.#readThrough(this.reads, key, load, true)
+  }
+
+  /** A search's matches through their own cache: kept at the first miss, on the same terms otherwise. */
+  cachedMatches<V> (key: string, load: () => Promise<Loaded<V> | null>): Promise<V | null> {
+    return this.#readThrough(this.searches, key, load, false)
+  }
+
+  async #readThrough<V> (cache: ReadCache, key: string, load: () => Promise<Loaded<V> | null>, onlyWhenBackSoon: boolean): Promise<V | null> {
     // Not heard from the database lately (it is slow or unreachable): what is cached may
     // predate a change others already see, so read through.
     if (Date.now() - this.#polledAt >= this.#options.settleMs) return (await load())?.value ?? null
-    const hit = this.reads.get(key)
+    const hit = cache.get(key)
     if (hit !== undefined) return hit as V
     const generationBefore = this.#generation
     // Concurrent misses of one key share one load (after an import every reader misses at
@@ -103,13 +126,16 @@ export class CatalogCache {
     if (pending === undefined) {
       const loadedAt = Date.now()
       const missedAt = this.#missedBytes
-      const missedBefore = this.#recentMisses.previous(key, missedAt)
+      const missedBefore = onlyWhenBackSoon ? this.#recentMisses.previous(key, missedAt) : null
       pending = load().then((loaded) => {
         if (loaded === null) return null
         const bytes = loaded.bytes ?? JSON.stringify(loaded.value)?.length ?? 0
-        this.#missedBytes += bytes
-        const cameBackSoon = missedBefore !== null && missedAt - missedBefore <= this.#options.bytes
-        if (cameBackSoon && this.#generation === generationBefore) this.reads.set(key, loaded.value, this.#expiry(loadedAt, loaded.changesAt), bytes, loaded.tags)
+        let keep = true
+        if (onlyWhenBackSoon) {
+          this.#missedBytes += bytes
+          keep = missedBefore !== null && missedAt - missedBefore <= this.#options.bytes
+        }
+        if (keep && this.#generation === generationBefore) cache.set(key, loaded.value, this.#expiry(loadedAt, loaded.changesAt), bytes, loaded.tags)
         return loaded.value
       }).finally(() => this.#loading.delete(loadKey))
       this.#loading.set(loadKey, pending)
@@ -135,6 +161,7 @@ export class CatalogCache {
   #drop (productIds: readonly string[]): void {
     for (const id of productIds) this.reads.dropTagged(productTag(id))
     this.reads.dropTagged(VOLATILE)
+    this.searches.dropTagged(VOLATILE)
     this.#generation++
   }
 

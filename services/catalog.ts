@@ -75,10 +75,7 @@ export async function listProductPage (database: Database, catalogCache: Catalog
   const page = await catalogCache.cachedRead(`list:${JSON.stringify([filters, window.page, window.offset, window.after])}`, async () => {
     const { query, ...others } = filters
     const found: { items: ProductDocument[], next: SortKey | null, total?: number } = query
-      ? await database.readCatalog(catalogCache.version, async (db) => {
-        const matches = await findSearchMatches(db, query, others, window)
-        return { ...matches, items: await readDocuments(db, matches.ids) }
-      })
+      ? await searchPage(database, catalogCache, query, others, window, volatile)
       : await database.readCatalog(catalogCache.version, (db) => listProducts(db, others, window))
     // Counting every match again for each page is what made deep crawls slow: the total of a
     // filter is kept until the catalogue changes.
@@ -99,6 +96,22 @@ export async function listProductPage (database: Database, catalogCache: Catalog
     }
   })
   return page!
+}
+
+/**
+ * A search's page: which products it finds comes from the search cache when the same search
+ * ran lately (finding them reads every match), their documents from the database, as any
+ * list page's do. The query's case does not change what it finds.
+ */
+async function searchPage (database: Database, catalogCache: CatalogCache, query: string, others: Omit<ProductFilters, 'query'>, window: ListWindow, tags: string[]) {
+  const key = `search:${JSON.stringify([query.toLowerCase(), others, window.offset, window.after, window.limit])}`
+  const matches = (await catalogCache.cachedMatches(key, async () => ({
+    value: await database.readCatalog(catalogCache.version, (db) => findSearchMatches(db, query, others, window)),
+    changesAt: [],
+    tags
+  })))!
+  const items = await database.readCatalog(catalogCache.version, (db) => readDocuments(db, matches.ids))
+  return { ...matches, items }
 }
 
 /** A page of categories or brands with their product counts (the same shape for both). */

@@ -33,3 +33,17 @@ t.test('the least recently read entry goes first when the bound is reached', asy
   cache.clear()
   t.equal(cache.size, 0)
 })
+
+t.test('expired entries can be dropped without being read', async (t) => {
+  const cache = new ReadCache<string>(1000)
+  cache.set('early', 'e', 10, 3, ['product:a'])
+  cache.set('late', 'l', 20, 5, ['product:a'])
+  cache.set('never', 'n', Infinity, 7)
+  t.equal(cache.dropExpired(10), 1, 'what expires at that moment')
+  t.equal(cache.size, 2)
+  t.equal(cache.bytes, 12, 'no longer counted')
+  t.equal(cache.dropExpired(30), 1)
+  t.equal(cache.dropTagged('product:a'), 0, 'and its tags went with it')
+  t.equal(cache.get('never', 30), 'n')
+  t.equal(cache.bytes, 7)
+})

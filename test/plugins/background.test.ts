@@ -84,7 +84,7 @@ t.test('nothing starts a timer when it is built, only when the app is ready', as
   const database = await (await ownDatabase(t))()
   t.teardown(() => database.close())
   const before = tally()
-  const built = [new CatalogCache(database, { bytes: 1000, maxMs: 1000, settleMs: 1000 }), new Store(), new ApiKeyCache(database, { ttlMs: 1000 })]
+  const built = [new CatalogCache(database, { bytes: 1000, searchBytes: 1000, maxMs: 1000, settleMs: 1000 }), new Store(), new ApiKeyCache(database, { ttlMs: 1000 })]
   const worker = new WebhookWorker(database, {
     policy: new WebhookUrlPolicy({ allowHttp: true, allowedHosts: [] }),
     pollMs: 10,

@@ -19,7 +19,7 @@ if (topology !== null) {
   // the few reads that happen to miss the cache (the cache at a boundary: catalog-cache.test.ts).
   const app = await buildTestApp(t, {
     database,
-    env: { ...UNLIMITED, READ_SETTLE_MS: String(SETTLE_MS), STATE_POLL_MS: '50', EVENT_PUBLISH_MS: '20', DISCOUNT_SWEEP_MS: '60000', CATALOG_CACHE_MB: '0' }
+    env: { ...UNLIMITED, READ_SETTLE_MS: String(SETTLE_MS), STATE_POLL_MS: '50', EVENT_PUBLISH_MS: '20', DISCOUNT_SWEEP_MS: '60000', CATALOG_CACHE_MB: '0', SEARCH_CACHE_MB: '0' }
   })
   await app.ready()
   const { key } = await makeKey(app, [...SCOPES] as Scope[])

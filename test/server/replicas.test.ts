@@ -16,7 +16,7 @@ const topology = await startTopology(t, { pooler: true, replica: true, poolSize:
 if (topology !== null) {
   const SETTLE_MS = 400
   const { database, name, open } = await pooledDatabase(t, topology, { replicas: true, settleMs: SETTLE_MS })
-  const app = await buildTestApp(t, { database, env: { ...UNLIMITED, READ_SETTLE_MS: String(SETTLE_MS), STATE_POLL_MS: '50', EVENT_PUBLISH_MS: '20', CATALOG_CACHE_MB: '0' } })
+  const app = await buildTestApp(t, { database, env: { ...UNLIMITED, READ_SETTLE_MS: String(SETTLE_MS), STATE_POLL_MS: '50', EVENT_PUBLISH_MS: '20', CATALOG_CACHE_MB: '0', SEARCH_CACHE_MB: '0' } })
   await app.ready()
   const { key } = await makeKey(app, [...SCOPES] as Scope[])
   const replicaAdmin = postgres(topology.replicaUrl(name), { max: 1, onnotice: () => {} })

@@ -6,7 +6,7 @@ import { ReadCache } from '../../lib/read-cache.ts'
 import { CatalogCache } from '../../services/catalog-cache.ts'
 import { Store, refreshState } from '../../services/store.ts'
 import type { CatalogProduct } from '../../schemas/catalog-file.ts'
-import { authHeaders, buildTestApp, createTestDatabase, importProducts, makeKey, makeProduct, sleep, usingPostgres } from '../helper.ts'
+import { authHeaders, buildTestApp, created, createTestDatabase, importProducts, line, makeKey, makeProduct, orderBody, postOrder, sleep, usingPostgres } from '../helper.ts'
 
 const POLL_MS = 100
 // How far ahead a discount starts or ends: long enough for an import and a read to come
@@ -25,7 +25,8 @@ const reader = await buildTestApp(t, { database, env })
 // moves the catalogue version) from the start, not at their first request.
 await Promise.all([writer.ready(), reader.ready()])
 const { key } = await makeKey(writer, ['products:list', 'products:find'])
-const catalogCache = (settleMs: number) => new CatalogCache(database, { bytes: 100_000, maxMs: 60_000, settleMs })
+const { key: orderKey } = await makeKey(writer, ['orders:create'])
+const catalogCache = (settleMs: number) => new CatalogCache(database, { bytes: 100_000, searchBytes: 100_000, maxMs: 60_000, settleMs })
 const poll = (cache: CatalogCache) => refreshState(database, new Store(), cache)
 t.comment(`two instances on ${usingPostgres ? 'PostgreSQL' : 'one PGlite'}`)
 
@@ -165,6 +166,70 @@ t.test('the first import into an empty store is seen by every instance', async (
   t.equal((await list(reader)).total, 1, 'the other instance, once it has polled')
 })
 
+/** The ids a search on `app` finds, and its total. */
+async function searched (app: App, query: string) {
+  const res = await app.inject({ url: `/external/v1/products?${query}`, headers: authHeaders(key) })
+  if (res.statusCode !== 200) throw new Error(`GET products answered ${res.statusCode}: ${res.body}`)
+  const page = res.json<{ items: Array<{ id: string }>, total: number }>()
+  return { ids: page.items.map((p) => p.id), total: page.total }
+}
+
+t.test('a search\'s matches are kept at its first miss, whatever the query\'s case', async (t) => {
+  const word = `srch${crypto.randomUUID().slice(0, 8)}`
+  const product = makeProduct({ name: `Lamp ${word}` })
+  await importProducts(writer, [product])
+  await polled(reader)
+  t.same(await searched(reader, `query=${word}`), { ids: [product.id], total: 1 })
+  // Behind the catalogue's back (no import): the product no longer matches in the database.
+  await execute(database.db, sql`update product_search set search_text = 'nothing' where product_id = ${product.id}`)
+  t.same(await searched(reader, `query=${word.toUpperCase()}`), { ids: [product.id], total: 1 },
+    'another case of the query (another page read) finds what the first search found, without searching again')
+  reader.catalogCache.searches.clear()
+  const capitalised = word[0]!.toUpperCase() + word.slice(1)
+  t.same(await searched(reader, `query=${capitalised}`), { ids: [], total: 0 }, 'searched again once the matches are gone')
+})
+
+t.test('an import drops every search\'s matches, on every instance', async (t) => {
+  const word = `srch${crypto.randomUUID().slice(0, 8)}`
+  const product = makeProduct({ name: `Lamp ${word}` })
+  await importProducts(writer, [product])
+  await polled(reader)
+  t.same((await searched(reader, `query=${word}`)).total, 1)
+  await importProducts(writer, [{ ...product, name: 'Lamp renamed' }])
+  t.same(await searched(writer, `query=${word.toUpperCase()}`), { ids: [], total: 0 }, 'the importing instance')
+  await polled(reader)
+  t.same(await searched(reader, `query=${word.toUpperCase()}`), { ids: [], total: 0 }, 'the other instance, once it has polled')
+})
+
+t.test('a stock change drops the matches of searches filtered by availability, on every instance', async (t) => {
+  const word = `srch${crypto.randomUUID().slice(0, 8)}`
+  const [last, plenty] = [makeProduct({ name: `Lamp ${word} a`, quantity: 1 }), makeProduct({ name: `Lamp ${word} b`, quantity: 5 })]
+  await importProducts(writer, [last, plenty])
+  await polled(reader)
+  const available = `query=${word}&isAvailable=true`
+  t.same((await searched(reader, available)).total, 2)
+  t.same((await searched(reader, `query=${word}`)).total, 2)
+  await created(t, await postOrder(writer, orderKey, orderBody([line(last, 1)])))
+  await polled(reader)
+  t.same(await searched(reader, `query=${word.toUpperCase()}&isAvailable=true`), { ids: [plenty.id], total: 1 }, 'the product sold out left the search')
+  t.same((await searched(reader, `query=${word.toUpperCase()}`)).total, 2, 'and is still found without the filter')
+})
+
+t.test('a poll drops the reads that have expired, though no one reads them again', async (t) => {
+  const state = new CatalogCache(database, { bytes: 100_000, searchBytes: 100_000, maxMs: 100, settleMs: 60_000 })
+  await poll(state)
+  const load = async () => ({ value: 1, changesAt: [] })
+  await state.cachedRead('page', load)
+  await state.cachedRead('page', load)
+  await state.cachedMatches('search', load)
+  t.same([state.reads.size, state.searches.size], [1, 1])
+  await poll(state)
+  t.same([state.reads.size, state.searches.size], [1, 1], 'not yet expired')
+  await sleep(150)
+  await poll(state)
+  t.same([state.reads.size, state.searches.size, state.reads.bytes, state.searches.bytes], [0, 0, 0, 0], 'gone at the next poll')
+})
+
 t.test('concurrent misses of one key share one load', async (t) => {
   const state = catalogCache(60_000)
   await poll(state)
@@ -185,7 +250,7 @@ t.test('concurrent misses of one key share one load', async (t) => {
 
 t.test('a read is kept when it misses again within a cacheful of other misses', async (t) => {
   // Room for 10 reads of 1,000 bytes.
-  const state = new CatalogCache(database, { bytes: 10_000, maxMs: 60_000, settleMs: 60_000 })
+  const state = new CatalogCache(database, { bytes: 10_000, searchBytes: 10_000, maxMs: 60_000, settleMs: 60_000 })
   await poll(state)
   let loads = 0
   const load = async () => ({ value: ++loads, changesAt: [], bytes: 1000 })
