@@ -98,6 +98,10 @@ export async function listProductPage (database: Database, catalogCache: Catalog
   return page!
 }
 
+/** A search's matches as the search cache keeps them: the ids as one string, half the heap of as many strings. */
+interface KeptMatches { ids: string, next: SortKey | null, total: number }
+const UUID_LENGTH = 36
+
 /**
  * A search's page: which products it finds comes from the search cache when the same search
  * ran lately (finding them reads every match), their documents from the database, as any
@@ -105,13 +109,13 @@ export async function listProductPage (database: Database, catalogCache: Catalog
  */
 async function searchPage (database: Database, catalogCache: CatalogCache, query: string, others: Omit<ProductFilters, 'query'>, window: ListWindow, tags: string[]) {
   const key = `search:${JSON.stringify([query.toLowerCase(), others, window.offset, window.after, window.limit])}`
-  const matches = (await catalogCache.cachedMatches(key, async () => ({
-    value: await database.readCatalog(catalogCache.version, (db) => findSearchMatches(db, query, others, window)),
-    changesAt: [],
-    tags
-  })))!
-  const items = await database.readCatalog(catalogCache.version, (db) => readDocuments(db, matches.ids))
-  return { ...matches, items }
+  const matches = (await catalogCache.cachedMatches<KeptMatches>(key, async () => {
+    const found = await database.readCatalog(catalogCache.version, (db) => findSearchMatches(db, query, others, window))
+    return { value: { ids: found.ids.join(''), next: found.next, total: found.total }, changesAt: [], tags }
+  }))!
+  const ids = Array.from({ length: matches.ids.length / UUID_LENGTH }, (_, i) => matches.ids.slice(i * UUID_LENGTH, (i + 1) * UUID_LENGTH))
+  const items = await database.readCatalog(catalogCache.version, (db) => readDocuments(db, ids))
+  return { next: matches.next, total: matches.total, items }
 }
 
 /** A page of categories or brands with their product counts (the same shape for both). */
