@@ -16,7 +16,8 @@
 // page's ids and the total), kept at its first miss. Finding them reads every match, a
 // thousand rows and more, while the page's documents are read like any list page's; and the
 // matches change only with an import, or with stock when the search also filters by
-// availability or updatedSince.
+// availability or updatedSince. So a search read while stock changed is still kept, unless
+// one of those filters it: under a steady flow of orders (a change each) few would be kept.
 import type { Database } from '../db/client.ts'
 import { bumpCatalogVersion, type CatalogState } from '../db/settings.ts'
 import { ReadCache } from '../lib/read-cache.ts'
@@ -68,6 +69,8 @@ export class CatalogCache {
   #polledAt = 0
   /** Moves with every change this instance learns of: a read begun before one is not kept. */
   #generation = 0
+  /** Moves when the whole cache is dropped (an import): what only an import changes is held to it. */
+  #resetGeneration = 0
 
   constructor (database: Database, options: CatalogCacheOptions) {
     this.#database = database
@@ -85,6 +88,7 @@ export class CatalogCache {
       this.reads.clear()
       this.searches.clear()
       this.#generation++
+      this.#resetGeneration++
     } else if (state.changed.length > 0) {
       this.#drop(state.changed)
     }
@@ -104,21 +108,25 @@ export class CatalogCache {
    * the cache's longest life.
    */
   cachedRead<V> (key: string, load: () => Promise<Loaded<V> | null>): Promise<V | null> {
-    return this.#readThrough(this.reads, key, load, true)
+    return this.#readThrough(this.reads, key, load, { onlyWhenBackSoon: true, showsProducts: true })
   }
 
-  /** A search's matches through their own cache: kept at the first miss, on the same terms otherwise. */
+  /**
+   * A search's matches through their own cache: kept at the first miss, and though stock
+   * changed meanwhile unless they are VOLATILE (they show no product's document, only ids).
+   */
   cachedMatches<V> (key: string, load: () => Promise<Loaded<V> | null>): Promise<V | null> {
-    return this.#readThrough(this.searches, key, load, false)
+    return this.#readThrough(this.searches, key, load, { onlyWhenBackSoon: false, showsProducts: false })
   }
 
-  async #readThrough<V> (cache: ReadCache, key: string, load: () => Promise<Loaded<V> | null>, onlyWhenBackSoon: boolean): Promise<V | null> {
+  async #readThrough<V> (cache: ReadCache, key: string, load: () => Promise<Loaded<V> | null>, { onlyWhenBackSoon, showsProducts }: { onlyWhenBackSoon: boolean, showsProducts: boolean }): Promise<V | null> {
     // Not heard from the database lately (it is slow or unreachable): what is cached may
     // predate a change others already see, so read through.
     if (Date.now() - this.#polledAt >= this.#options.settleMs) return (await load())?.value ?? null
     const hit = cache.get(key)
     if (hit !== undefined) return hit as V
     const generationBefore = this.#generation
+    const resetGenerationBefore = this.#resetGeneration
     // Concurrent misses of one key share one load (after an import every reader misses at
     // once); the generation is part of the key, so no one shares a load begun before a change.
     const loadKey = `${generationBefore}\n${key}`
@@ -135,7 +143,10 @@ export class CatalogCache {
           this.#missedBytes += bytes
           keep = missedBefore !== null && missedAt - missedBefore <= this.#options.bytes
         }
-        if (keep && this.#generation === generationBefore) cache.set(key, loaded.value, this.#expiry(loadedAt, loaded.changesAt), bytes, loaded.tags)
+        const changedMeanwhile = showsProducts || loaded.tags?.includes(VOLATILE) === true
+          ? this.#generation !== generationBefore
+          : this.#resetGeneration !== resetGenerationBefore
+        if (keep && !changedMeanwhile) cache.set(key, loaded.value, this.#expiry(loadedAt, loaded.changesAt), bytes, loaded.tags)
         return loaded.value
       }).finally(() => this.#loading.delete(loadKey))
       this.#loading.set(loadKey, pending)

@@ -2,8 +2,9 @@ import { sql } from 'drizzle-orm'
 import t from 'tap'
 import type { App } from '../../app.ts'
 import { execute } from '../../db/client.ts'
+import { resetCatalog } from '../../db/settings.ts'
 import { ReadCache } from '../../lib/read-cache.ts'
-import { CatalogCache } from '../../services/catalog-cache.ts'
+import { CatalogCache, VOLATILE } from '../../services/catalog-cache.ts'
 import { Store, refreshState } from '../../services/store.ts'
 import type { CatalogProduct } from '../../schemas/catalog-file.ts'
 import { authHeaders, buildTestApp, created, createTestDatabase, importProducts, line, makeKey, makeProduct, orderBody, postOrder, sleep, usingPostgres } from '../helper.ts'
@@ -283,6 +284,33 @@ t.test('a read that raced a catalogue change is not kept', async (t) => {
   t.equal(await state.cachedRead('k', load), 2, 'missed again')
   t.equal(await state.cachedRead('k', load), 3, 'read again, not served from the cache')
   t.equal(await state.cachedRead('k', load), 3, 'this one is kept')
+})
+
+t.test('a search\'s matches that raced a stock change are kept, unless availability or updatedSince filter it; none that raced an import', async (t) => {
+  const state = catalogCache(60_000)
+  await poll(state)
+  let loads = 0
+  // Each load finds its matches, then the change lands before it returns.
+  const racing = (change: () => Promise<void>, tags: string[] = []) => async () => {
+    const found = ++loads
+    await change()
+    return { value: found, changesAt: [], tags }
+  }
+  const stockChange = () => state.productsChanged([crypto.randomUUID()])
+  const anImport = async () => {
+    await resetCatalog(database.db)
+    await poll(state)
+  }
+  t.equal(await state.cachedMatches('plain', racing(stockChange)), 1)
+  t.equal(await state.cachedMatches('plain', racing(stockChange)), 1, 'kept: stock does not change what it finds')
+  t.equal(await state.cachedMatches('available', racing(stockChange, [VOLATILE])), 2)
+  t.equal(await state.cachedMatches('available', racing(stockChange, [VOLATILE])), 3, 'filtered by availability: read again')
+  t.equal(await state.cachedMatches('imported', racing(anImport)), 4)
+  t.equal(await state.cachedMatches('imported', racing(anImport)), 5, 'an import raced it: read again')
+  t.equal(await state.cachedRead('page', racing(stockChange)), 6)
+  t.equal(await state.cachedRead('page', racing(stockChange)), 7)
+  t.equal(await state.cachedRead('page', async () => ({ value: ++loads, changesAt: [] })), 8, 'a page shows its products: one that raced any change is not kept')
+  t.equal(await state.cachedRead('page', async () => ({ value: ++loads, changesAt: [] })), 8)
 })
 
 t.test('an instance that has not polled lately reads through its cache', async (t) => {
