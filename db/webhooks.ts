@@ -206,20 +206,8 @@ interface ClaimRow {
  * another then; SKIP LOCKED keeps instances claiming at once from waiting on each other.
  */
 export async function claimDeliveries (db: Tx, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
-  const rows = await execute<ClaimRow>(db, sql`
-    with due as (
-      select d.id from webhook_deliveries d
-      where d.status = 'pending' and d.next_attempt_at <= now()
-        and exists (select 1 from webhook_endpoints w where w.id = d.endpoint_id and w.status = 'enabled')
-      order by d.next_attempt_at limit ${limit}
-      for update of d skip locked
-    )
-    update webhook_deliveries d
-    set lease_until = now() + make_interval(secs => ${leaseMs / 1000}), next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000})
-    from due, webhook_endpoints w
-    where d.id = due.id and w.id = d.endpoint_id
-    returning d.id::text, d.endpoint_id, d.position::text, d.type, d.resource_id, d.data, d.occurred_at::text, d.attempts, w.url, w.secret,
-      case when w.previous_secret_expires_at > now() then w.previous_secret end as previous_secret, d.lease_until::text as lease`)
+  // The statement is a function of its own (migration 0015) for the planner setting it needs.
+  const rows = await execute<ClaimRow>(db, sql`select * from claim_webhook_deliveries(${limit}::integer, ${leaseMs / 1000}::float8)`)
   return rows.map((r) => ({
     id: r.id,
     endpointId: r.endpoint_id,

@@ -86,3 +86,33 @@ t.test('a batch of outcomes: retry times, the last failure, lost leases, and eac
   // The same statement with nothing in it does nothing.
   t.same(await recordOutcomes(db, [], RULE), { recorded: new Set(), disabled: new Set() })
 })
+
+t.test('a claim reads about as many deliveries as it claims, even with statistics taken while the queue was empty', async (t) => {
+  const app = await buildTestApp(t, { env: { ...WEBHOOK_TEST_ENV, WEBHOOK_POLL_MS: '3600000' } })
+  await app.ready()
+  const { db } = app.database
+  const { key } = await makeKey(app)
+  const res = await app.inject({
+    method: 'POST',
+    url: '/external/v1/webhooks',
+    headers: { ...authHeaders(key), 'content-type': 'application/json' },
+    payload: JSON.stringify({ url: 'http://127.0.0.1:9/hook' })
+  })
+  const endpointId = res.json<{ id: string }>().id
+  // A queue is often empty when its statistics are taken; then 3,000 deliveries fall due.
+  await execute(db, sql`analyze webhook_deliveries`)
+  await execute(db, sql`insert into webhook_deliveries (endpoint_id, position, type, resource_id, data, occurred_at, next_attempt_at)
+    select ${endpointId}::uuid, g, 'product.updated', gen_random_uuid(), '{}'::jsonb, now(), now() - make_interval(secs => g)
+    from generate_series(1, 3000) g`)
+  const { positions, rowsRead } = await db.transaction(async (tx) => {
+    const claims = await claimDeliveries(tx, 5, 60_000)
+    // The transaction's own statistics: the deliveries' rows read, by any scan.
+    const [row] = await execute<{ n: number }>(tx, sql`select (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int as n
+      from pg_stat_xact_user_tables where relname = 'webhook_deliveries'`)
+    return { positions: claims.map((c) => c.position).sort((a, b) => a - b), rowsRead: row!.n }
+  })
+  t.same(positions, [2996, 2997, 2998, 2999, 3000], 'the five due the longest')
+  // Read in the due index's order: the five claimed, and their rows again to lease them.
+  // Reading every due row and sorting them read all 3,000.
+  t.ok(rowsRead <= 20, `${rowsRead} rows read to claim 5 of 3,000 due`)
+})
