@@ -3,6 +3,7 @@
 // endpoint once, as its outcomes in the batch say in the order of their attempts.
 import { sql } from 'drizzle-orm'
 import t from 'tap'
+import type { App } from '../../app.ts'
 import { execute } from '../../db/client.ts'
 import { claimDeliveries, recordOutcomes, type AttemptOutcome, type ClaimedDelivery } from '../../db/webhooks.ts'
 import { authHeaders, buildTestApp, makeKey } from '../helper.ts'
@@ -11,21 +12,24 @@ import { WEBHOOK_TEST_ENV } from '../webhook-receiver.ts'
 const HOUR = 3_600_000
 const RULE = { disableAfterMs: HOUR, reason: 'Disabled automatically: test' }
 
+/** An endpoint of `key`'s on a port nothing listens on, made as integrators make one; its id. */
+async function createEndpoint (app: App, key: string): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/external/v1/webhooks',
+    headers: { ...authHeaders(key), 'content-type': 'application/json' },
+    payload: JSON.stringify({ url: 'http://127.0.0.1:9/hook' })
+  })
+  return res.json<{ id: string }>().id
+}
+
 t.test('a batch of outcomes: retry times, the last failure, lost leases, and each endpoint\'s failing window', async (t) => {
   // Nothing is published, so the worker (polling once an hour) claims nothing: the test does.
   const app = await buildTestApp(t, { env: { ...WEBHOOK_TEST_ENV, WEBHOOK_POLL_MS: '3600000' } })
   await app.ready()
   const { db } = app.database
   const { key } = await makeKey(app)
-  const endpoint = async () => {
-    const res = await app.inject({
-      method: 'POST',
-      url: '/external/v1/webhooks',
-      headers: { ...authHeaders(key), 'content-type': 'application/json' },
-      payload: JSON.stringify({ url: 'http://127.0.0.1:9/hook' })
-    })
-    return res.json<{ id: string }>().id
-  }
+  const endpoint = () => createEndpoint(app, key)
   // failing: failing for a day; recovering: failing for a day, then a success after a failure;
   // relapsing: a success, then a failure; first: its first failure; lost: another holder's lease.
   const [failing, recovering, relapsing, first] = [await endpoint(), await endpoint(), await endpoint(), await endpoint()]
@@ -92,13 +96,7 @@ t.test('a claim reads about as many deliveries as it claims, even with statistic
   await app.ready()
   const { db } = app.database
   const { key } = await makeKey(app)
-  const res = await app.inject({
-    method: 'POST',
-    url: '/external/v1/webhooks',
-    headers: { ...authHeaders(key), 'content-type': 'application/json' },
-    payload: JSON.stringify({ url: 'http://127.0.0.1:9/hook' })
-  })
-  const endpointId = res.json<{ id: string }>().id
+  const endpointId = await createEndpoint(app, key)
   // A queue is often empty when its statistics are taken; then 3,000 deliveries fall due.
   await execute(db, sql`analyze webhook_deliveries`)
   await execute(db, sql`insert into webhook_deliveries (endpoint_id, position, type, resource_id, data, occurred_at, next_attempt_at)
