@@ -5,7 +5,7 @@ import { sql } from 'drizzle-orm'
 import t from 'tap'
 import type { App } from '../../app.ts'
 import { execute } from '../../db/client.ts'
-import { claimDeliveries, recordOutcomes, type AttemptOutcome, type ClaimedDelivery } from '../../db/webhooks.ts'
+import { claimDeliveries, oldestDueDeliveryAge, recordOutcomes, type AttemptOutcome, type ClaimedDelivery } from '../../db/webhooks.ts'
 import { authHeaders, buildTestApp, makeKey } from '../helper.ts'
 import { WEBHOOK_TEST_ENV } from '../webhook-receiver.ts'
 
@@ -113,4 +113,32 @@ t.test('a claim reads about as many deliveries as it claims, even with statistic
   // Read in the due index's order: the five claimed, and their rows again to lease them.
   // Reading every due row and sorting them read all 3,000.
   t.ok(rowsRead <= 20, `${rowsRead} rows read to claim 5 of 3,000 due`)
+})
+
+t.test('the gauge of the oldest due delivery reads a few rows, skipping disabled endpoints, even with statistics taken while the queue was empty', async (t) => {
+  const app = await buildTestApp(t, { env: { ...WEBHOOK_TEST_ENV, WEBHOOK_POLL_MS: '3600000' } })
+  await app.ready()
+  const { db } = app.database
+  const { key } = await makeKey(app)
+  const enabled = await createEndpoint(app, key)
+  const disabled = await createEndpoint(app, key)
+  await execute(db, sql`update webhook_endpoints set status = 'disabled' where id = ${disabled}::uuid`)
+  await execute(db, sql`analyze webhook_deliveries`)
+  // 3,000 due for the enabled endpoint, the oldest 3,000 s ago; older ones for the disabled one, which nothing will attempt.
+  await execute(db, sql`insert into webhook_deliveries (endpoint_id, position, type, resource_id, data, occurred_at, next_attempt_at)
+    select case when g > 3000 then ${disabled}::uuid else ${enabled}::uuid end, g, 'product.updated', gen_random_uuid(), '{}'::jsonb, now(),
+      now() - make_interval(secs => g)
+    from generate_series(1, 3005) g`)
+  const { age, rowsRead } = await db.transaction(async (tx) => {
+    const age = await oldestDueDeliveryAge(tx)
+    const [row] = await execute<{ n: number }>(tx, sql`select (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int as n
+      from pg_stat_xact_user_tables where relname = 'webhook_deliveries'`)
+    return { age, rowsRead: row!.n }
+  })
+  t.ok(age >= 3000 && age < 3060, `the oldest due of an enabled endpoint: ${age} s`)
+  // The five of the disabled endpoint are passed over, then the first of the enabled one ends it.
+  // A min over every due row read all 3,005.
+  t.ok(rowsRead <= 20, `${rowsRead} rows read to find the oldest of 3,000 due`)
+  await execute(db, sql`update webhook_deliveries set status = 'succeeded', next_attempt_at = null where endpoint_id = ${enabled}::uuid`)
+  t.equal(await oldestDueDeliveryAge(db), 0, 'nothing due for an enabled endpoint: 0')
 })
