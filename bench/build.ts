@@ -34,7 +34,7 @@ export async function compileForBench (): Promise<{ dir: string, remove: () => v
   // Outside the project's package scope (under node_modules), so say the output is ESM.
   writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n')
   cpSync(join(root, 'db', 'migrations'), join(dir, 'db', 'migrations'), { recursive: true })
-  // The heap bound `serve` applies itself (bench/processes.ts starts the app server with it).
-  cpSync(join(root, 'bin', 'heap.js'), join(dir, 'bin', 'heap.js'))
+  // The heap bound `serve` applies itself and the module-format hook it installs (bench/processes.ts starts the app server with both).
+  for (const file of ['heap.js', 'module-formats.js']) cpSync(join(root, 'bin', file), join(dir, 'bin', file))
   return { dir, remove }
 }

@@ -3,7 +3,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { heapFlags, heapLimitMb } from '../bin/heap.js'
 import type { Product, ProductPage } from '../schemas/products.ts'
 import type { CatalogOptions } from './catalog.ts'
@@ -102,8 +102,12 @@ function stopper (child: ChildProcess): () => Promise<void> {
   }
 }
 
+/** The compiled app server loads its modules as `storefront serve` does (bench/module-hooks.ts). */
+const moduleHookFlags = (runtime: Runtime): string[] =>
+  runtime.compiledDir ? ['--import', pathToFileURL(join(runtime.compiledDir, 'bench', 'module-hooks.js')).href] : []
+
 export async function startAppServer (runtime: Runtime, options: AppServerOptions, onSeeded?: (seeded: Extract<FromAppServer, { type: 'seeded' }>) => void) {
-  const child = start(runtime, 'app-server', [JSON.stringify(options)], serveNodeFlags(options.databaseUrl !== undefined))
+  const child = start(runtime, 'app-server', [JSON.stringify(options)], [...serveNodeFlags(options.databaseUrl !== undefined), ...moduleHookFlags(runtime)])
   child.on('message', (m: FromAppServer) => { if (m.type === 'seeded') onSeeded?.(m) })
   try {
     const ready = await nextMessage<FromAppServer>(child, (m) => m.type === 'ready') as Extract<FromAppServer, { type: 'ready' }>
