@@ -1,7 +1,7 @@
 // The embedded database's modules (PGlite and Drizzle's driver for it) are loaded only when an
-// embedded database is opened: on PostgreSQL they would take memory for nothing (3 MB of RSS on
-// Node 20, 7 on the image's Node 24). A child process refuses to resolve any of them, loads every
-// module of the command (the server and the operator commands), then opens an embedded database,
+// embedded database is opened: on PostgreSQL they would take memory for nothing (their import
+// alone: 3 MB of RSS on Node 20, 7 on the image's Node 24). A child process refuses to resolve
+// any of them, loads db/client.ts, the app and the command, then opens an embedded database,
 // which must ask for them.
 import { spawnSync } from 'node:child_process'
 import t from 'tap'
