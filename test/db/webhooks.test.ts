@@ -139,7 +139,7 @@ t.test('the gauge of the oldest due delivery reads a few rows, skipping disabled
   const { result: age, rowsRead } = await readingRows(db, (tx) => oldestDueDeliveryAge(tx))
   t.ok(age >= 3000 && age < 3060, `the oldest due of an enabled endpoint: ${age} s`)
   // The five of the disabled endpoint are passed over, then the first of the enabled one ends it.
-  // A min over every due row read all 3,005.
+  // The former min over the due rows read 3,000 of them here.
   t.ok(rowsRead <= 20, `${rowsRead} rows read to find the oldest of 3,000 due`)
   await execute(db, sql`update webhook_deliveries set status = 'succeeded', next_attempt_at = null where endpoint_id = ${enabled}::uuid`)
   t.equal(await oldestDueDeliveryAge(db), 0, 'nothing due for an enabled endpoint: 0')
