@@ -10,6 +10,7 @@ import { sql } from 'drizzle-orm'
 import { createApiKey } from '../db/api-keys.ts'
 import { execute, type Database, type Tx } from '../db/client.ts'
 import { renumberProducts } from '../db/products.ts'
+import { rebuildSearchHeads } from '../db/search.ts'
 import { resetCatalog } from '../db/settings.ts'
 import { SCOPES } from '../lib/api-key-secret.ts'
 import { renderMissingDocuments } from '../services/catalog.ts'
@@ -142,6 +143,8 @@ export async function bulkLoadCatalog (database: Database, bench: BenchCatalog):
     await withBulkLoad((text) => execute(tx, sql.raw(text)), CATALOGUE_TABLES, async () => {
       for (const s of statements) await insertRows(tx, s.table, s.columns, s.rows)
     })
+    // A superuser's load ran without triggers, so without the search heads' own.
+    await rebuildSearchHeads(tx)
     // Unfiltered page-number lists are ranges of the maintained list positions: number the
     // products as an import does.
     await renumberProducts(tx)

@@ -93,6 +93,25 @@ export const productSearch = pgTable('product_search', {
   index('product_search_trgm_idx').using('gin', sql`${t.searchText} gin_trgm_ops`)
 ])
 
+// The first page and the total of every search piece many products share, so that such a
+// search reads one row instead of its thousands of matches (db/search.ts). PostgreSQL keeps it
+// in step with product_search, in the transaction that changes it (migration 0017).
+export const searchHeads = pgTable('search_heads', {
+  // A run of 3 to 6 letters a-z from a word of the search text.
+  piece: text('piece').primaryKey(),
+  // How many products' search text contains it.
+  products: integer('products').notNull(),
+  // The first of those products in the list's order (lower(name), id): a page and one more,
+  // with their sort names beside them, for the next page's cursor.
+  head: uuid('head').array().notNull(),
+  headSortNames: text('head_sort_names').array().notNull()
+})
+
+// The search texts a transaction changed, until its commit brings the heads up to date.
+export const searchHeadChanges = pgTable('search_head_changes', {
+  texts: text('texts').array().notNull()
+})
+
 export const productCategories = pgTable('product_categories', {
   productId: uuid('product_id').notNull().references(() => products.id, { onDelete: 'cascade' }),
   categoryId: uuid('category_id').notNull().references(() => categories.id, { onDelete: 'cascade' })

@@ -1,7 +1,9 @@
 // Search pages and totals must be exactly what a plain scan of the catalogue tables finds: by
 // name, SKU or barcode of a product or of its combinations, combined with every other filter,
 // by page number and by cursor, after imports that rename, re-code and remove products, and
-// after stock changes that change availability.
+// after stock changes that change availability. The first pages of pieces many products share
+// come from their search heads, which must equal a fresh count and ordering of the matches
+// after every change.
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { execute } from '../../db/client.ts'
@@ -82,8 +84,24 @@ async function scan (query: string, filters: Omit<ProductFilters, 'query'>): Pro
 const byNumber = (page: number): ListWindow => ({ page, limit: LIMIT, offset: (page - 1) * LIMIT, after: null })
 const byCursor = (page: number, after: SortKey): ListWindow => ({ page, limit: LIMIT, offset: 0, after })
 
+/** Each search head against the matches counted and ordered afresh: the pieces that differ. */
+async function staleHeads (): Promise<string[]> {
+  const rows = await execute<{ piece: string }>(db, sql`
+    select h.piece from search_heads h cross join lateral (
+      select count(*)::int as products, coalesce((array_agg(s.product_id order by s.sort_name, s.product_id))[1:26], '{}') as head,
+        coalesce((array_agg(s.sort_name order by s.sort_name, s.product_id))[1:26], '{}') as sort_names
+      from product_search s where strpos(s.search_text, h.piece) > 0) as fresh
+    where (h.products, h.head, h.head_sort_names) is distinct from (fresh.products, fresh.head, fresh.sort_names)`)
+  return rows.map((r) => r.piece)
+}
+
+async function headCount (): Promise<number> {
+  return (await execute<{ n: number }>(db, sql`select count(*)::int as n from search_heads where products > 0`))[0]!.n
+}
+
 async function expectExact (t: Test, when: string) {
-  const queries = ['walnut', 'WAL', 'bowl', 'ket', 'et', 'combo-oak', 'sku-1', '59', '770000', 'nothing here', '%', '_']
+  t.same(await staleHeads(), [], `${when}: every search head equals its matches`)
+  const queries = ['walnut', 'WAL', 'bowl', 'ket', 'lnut', 'ocket', 'et', 'combo-oak', 'sku-1', '59', '770000', 'nothing here', '%', '_']
   const filterSets: Array<Omit<ProductFilters, 'query'>> = [
     {},
     { isAvailable: true },
@@ -125,6 +143,10 @@ t.test('search pages and totals equal a plain scan', async (t) => {
   await importFile(catalogue(30, 0))
   const [some] = await scan('walnut', {})
   t.ok(some, 'the catalogue has matches')
+  await expectExact(t, 'first import, no heads')
+  // A head for every piece, however rare: each change below then has heads to keep up to date.
+  await db.execute(sql`select rebuild_search_heads(1)`)
+  t.ok(await headCount() > 50, 'every piece has a head')
   await expectExact(t, 'first import')
 
   // Renamed, re-coded, combinations added and dropped.
@@ -145,4 +167,56 @@ t.test('search pages and totals equal a plain scan', async (t) => {
   const [left] = await execute<{ n: number }>(db, sql`select count(*)::int as n from product_search`)
   t.equal(left!.n, 21, 'removed products leave the search table')
   await expectExact(t, 'after --replace removed some')
+})
+
+t.test('a piece many products share: its first page from its head, kept exact by large and small imports', async (t) => {
+  const many = Array.from({ length: 600 }, (_, i) => makeProduct({ id: crypto.randomUUID(), name: `${i % 3 === 0 ? 'Walnut' : 'Oak'} Bowl ${i}`, sku: `BIG-${i}` }))
+  // 600 products in and the earlier ones out: past 500 changed texts the commit rebuilds every
+  // head, for the pieces at least 300 products contain.
+  await importFile(many, true)
+  const heads = await execute<{ piece: string, products: number }>(db, sql`select piece, products from search_heads order by piece`)
+  t.same(heads.filter((h) => ['bowl', 'walnut', 'oak'].includes(h.piece)), [{ piece: 'bowl', products: 600 }, { piece: 'oak', products: 400 }],
+    'a head for each piece 300 products share, none for rarer ones (walnut: 200)')
+  t.same(await staleHeads(), [], 'the rebuilt heads equal their matches')
+
+  // The rows the search read of product_search: the transaction's counts after it less before
+  // (before, they may hold the connection's earlier transactions not yet published).
+  const readingSearch = (query: string, window: ListWindow) => db.transaction(async (tx) => {
+    const rowsRead = async () => (await execute<{ n: number }>(tx, sql`select (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int as n
+      from pg_stat_xact_user_tables where relname = 'product_search'`))[0]?.n ?? 0
+    const before = await rowsRead()
+    const found = await findSearchMatches(tx, query, {}, window)
+    return { found, rowsRead: await rowsRead() - before }
+  })
+  const expectPage = async (query: string, when: string) => {
+    const expected = await scan(query, {})
+    const { found, rowsRead } = await readingSearch(query, byNumber(1))
+    t.equal(found.total, expected.length, `${when}: "${query}" total`)
+    t.same(found.ids, expected.slice(0, LIMIT).map((r) => r.id), `${when}: "${query}" page 1`)
+    t.same(found.next, [expected[LIMIT - 1]!.sort_name, expected[LIMIT - 1]!.id], `${when}: "${query}" cursor to page 2`)
+    return rowsRead
+  }
+  const rows = { oak: await expectPage('Oak', 'rebuilt'), walnut: await expectPage('walnut', 'rebuilt') }
+  t.equal(rows.oak, 0, 'a piece with a head reads its head alone, none of its 400 matches')
+  t.ok(rows.walnut >= 200, `a rarer piece reads its matches (${rows.walnut})`)
+  t.equal(await expectPage('bow', 'rebuilt'), 0, 'nor the 600 of a shorter piece')
+  // Past page 1 the search counts its matches, and agrees with the head.
+  const second = await readingSearch('bowl', byNumber(2))
+  t.equal(second.found.total, 600, 'page 2 counts the same total')
+  t.ok(second.rowsRead >= 600, 'page 2 reads the matches')
+
+  // One product renamed: the commit counts again the heads of the pieces of its old and new text.
+  many[0] = { ...many[0]!, name: 'Oak Cup 0' }
+  await importFile(many)
+  t.same(await staleHeads(), [], 'after a rename every head equals its matches')
+  t.equal((await execute<{ products: number }>(db, sql`select products from search_heads where piece = 'oak'`))[0]!.products, 401, 'the renamed product joined the oak head')
+  await expectPage('oak', 'after a rename')
+  await expectPage('bowl', 'after a rename')
+
+  // Two imports at once, each renaming other products: whichever commits last, the heads match.
+  const renamed = (from: number, name: string) => many.map((p, i) => i >= from && i < from + 20 ? { ...p, name: `${name} ${i}` } : p)
+  await Promise.all([importFile(renamed(10, 'Oak Tray')), importFile(renamed(40, 'Pine Bowl'))])
+  t.same(await staleHeads(), [], 'after two imports at once every head equals its matches')
+  await expectPage('oak', 'after two imports at once')
+  await expectPage('bowl', 'after two imports at once')
 })
