@@ -8,7 +8,7 @@ import { buildApp, type App, type AppOptions } from '../app.ts'
 import { loadConfig } from '../config.ts'
 import { createApiKey } from '../db/api-keys.ts'
 import { importCatalog } from '../services/catalog-import.ts'
-import { execute, migrateDatabase, openDatabase, type Database } from '../db/client.ts'
+import { execute, migrateDatabase, openDatabase, type Database, type Db, type Tx } from '../db/client.ts'
 import { SCOPES, type KeyMode, type Scope } from '../lib/api-key-secret.ts'
 import { checkCatalog } from '../lib/catalog-file.ts'
 import { refreshState } from '../services/store.ts'
@@ -114,6 +114,26 @@ export async function importProducts (app: App, catalog: CatalogFile | CatalogPr
 
 export function authHeaders (key: string): Record<string, string> {
   return { 'x-api-key': key }
+}
+
+/**
+ * The rows of `table` this transaction has read so far, by any scan: its own statistics, not
+ * yet published. Take a difference: they may also hold the connection's earlier transactions,
+ * published only once it has been idle a while.
+ */
+export async function tableRowsRead (tx: Tx, table: string): Promise<number> {
+  const [row] = await execute<{ n: number }>(tx, sql`select coalesce(sum(coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)), 0)::int as n
+    from pg_stat_xact_user_tables where relname = ${table}`)
+  return row!.n
+}
+
+/** Runs `work` in a transaction and counts the rows of `table` it read. */
+export async function readingRows<R> (db: Db, table: string, work: (tx: Tx) => Promise<R>): Promise<{ result: R, rowsRead: number }> {
+  return db.transaction(async (tx) => {
+    const before = await tableRowsRead(tx, table)
+    const result = await work(tx)
+    return { result, rowsRead: await tableRowsRead(tx, table) - before }
+  })
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))

@@ -9,7 +9,7 @@ import { execute, type Tx } from '../../db/client.ts'
 import { listProducts, readDocuments } from '../../db/products.ts'
 import { pageWindow } from '../../schemas/common.ts'
 import { StockKeeper } from '../../services/stock.ts'
-import { buildTestApp, createTestDatabase, importProducts, makeProduct, usingPostgres } from '../helper.ts'
+import { buildTestApp, createTestDatabase, importProducts, makeProduct, tableRowsRead, usingPostgres } from '../helper.ts'
 
 t.test('lock_sellables runs with its generic plans, whatever the session says', async (t) => {
   const { database } = await createTestDatabase(t)
@@ -52,10 +52,8 @@ t.test('a page by number reads the products\' rows of none but its last shown pr
   const { database } = await createTestDatabase(t)
   const app = await buildTestApp(t, { database })
   await importProducts(app, Array.from({ length: 60 }, (_, i) => makeProduct({ name: `Read ${String(i).padStart(2, '0')}` })))
-  // The transaction's own statistics, before they are published: the products' rows read.
   // No sequential scans: at this size the planner would read all 60 rows for one.
-  const productRows = async (tx: Tx) =>
-    (await execute<{ n: number }>(tx, sql`select coalesce(sum(idx_tup_fetch + seq_tup_read), 0)::int as n from pg_stat_xact_user_tables where relname = 'products'`))[0]!.n
+  const productRows = (tx: Tx) => tableRowsRead(tx, 'products')
   await database.db.transaction(async (tx) => {
     await execute(tx, sql`set local enable_seqscan = off`)
     const before = await productRows(tx)

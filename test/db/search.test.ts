@@ -15,7 +15,7 @@ import { checkCatalog } from '../../lib/catalog-file.ts'
 import type { ListWindow, SortKey } from '../../schemas/common.ts'
 import type { CatalogFile, CatalogProduct } from '../../schemas/catalog-file.ts'
 import { importCatalog } from '../../services/catalog-import.ts'
-import { createTestDatabase, makeProduct } from '../helper.ts'
+import { createTestDatabase, makeProduct, readingRows } from '../helper.ts'
 
 const { database } = await createTestDatabase(t)
 const db = database.db
@@ -179,15 +179,10 @@ t.test('a piece many products share: its first page from its head, kept exact by
     'a head for each piece 300 products share, none for rarer ones (walnut: 200)')
   t.same(await staleHeads(), [], 'the rebuilt heads equal their matches')
 
-  // The rows the search read of product_search: the transaction's counts after it less before
-  // (before, they may hold the connection's earlier transactions not yet published).
-  const readingSearch = (query: string, window: ListWindow) => db.transaction(async (tx) => {
-    const rowsRead = async () => (await execute<{ n: number }>(tx, sql`select (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int as n
-      from pg_stat_xact_user_tables where relname = 'product_search'`))[0]?.n ?? 0
-    const before = await rowsRead()
-    const found = await findSearchMatches(tx, query, {}, window)
-    return { found, rowsRead: await rowsRead() - before }
-  })
+  const readingSearch = async (query: string, window: ListWindow) => {
+    const { result: found, rowsRead } = await readingRows(db, 'product_search', (tx) => findSearchMatches(tx, query, {}, window))
+    return { found, rowsRead }
+  }
   const expectPage = async (query: string, when: string) => {
     const expected = await scan(query, {})
     const { found, rowsRead } = await readingSearch(query, byNumber(1))

@@ -4,9 +4,9 @@
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import type { App } from '../../app.ts'
-import { execute, type Db, type Tx } from '../../db/client.ts'
+import { execute, type Tx } from '../../db/client.ts'
 import { claimDeliveries, oldestDueDeliveryAge, recordOutcomes, type AttemptOutcome, type ClaimedDelivery } from '../../db/webhooks.ts'
-import { authHeaders, buildTestApp, makeKey } from '../helper.ts'
+import { authHeaders, buildTestApp, makeKey, readingRows } from '../helper.ts'
 import { WEBHOOK_TEST_ENV } from '../webhook-receiver.ts'
 
 const HOUR = 3_600_000
@@ -28,16 +28,6 @@ async function queueDue (db: Tx, endpointId: string, from: number, to: number): 
   await execute(db, sql`insert into webhook_deliveries (endpoint_id, position, type, resource_id, data, occurred_at, next_attempt_at)
     select ${endpointId}::uuid, g, 'product.updated', gen_random_uuid(), '{}'::jsonb, now(), now() - make_interval(secs => g)
     from generate_series(${from}::int, ${to}::int) g`)
-}
-
-/** Runs `work` in a transaction, and counts the deliveries' rows it read by any scan (the transaction's own statistics). */
-async function readingRows<R> (db: Db, work: (tx: Tx) => Promise<R>): Promise<{ result: R, rowsRead: number }> {
-  return db.transaction(async (tx) => {
-    const result = await work(tx)
-    const [row] = await execute<{ n: number }>(tx, sql`select (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int as n
-      from pg_stat_xact_user_tables where relname = 'webhook_deliveries'`)
-    return { result, rowsRead: row!.n }
-  })
 }
 
 t.test('a batch of outcomes: retry times, the last failure, lost leases, and each endpoint\'s failing window', async (t) => {
@@ -117,7 +107,7 @@ t.test('a claim reads about as many deliveries as it claims, even with statistic
   // A queue is often empty when its statistics are taken; then 3,000 deliveries fall due.
   await execute(db, sql`analyze webhook_deliveries`)
   await queueDue(db, endpointId, 1, 3000)
-  const { result: claims, rowsRead } = await readingRows(db, (tx) => claimDeliveries(tx, 5, 60_000))
+  const { result: claims, rowsRead } = await readingRows(db, 'webhook_deliveries', (tx) => claimDeliveries(tx, 5, 60_000))
   t.same(claims.map((c) => c.position).sort((a, b) => a - b), [2996, 2997, 2998, 2999, 3000], 'the five due the longest')
   // Read in the due index's order: the five claimed, and their rows again to lease them.
   // Reading every due row and sorting them read all 3,000.
@@ -136,7 +126,7 @@ t.test('the gauge of the oldest due delivery reads a few rows, skipping disabled
   // 3,000 due for the enabled endpoint, the oldest 3,000 s ago; older ones for the disabled one, which nothing will attempt.
   await queueDue(db, enabled, 1, 3000)
   await queueDue(db, disabled, 3001, 3005)
-  const { result: age, rowsRead } = await readingRows(db, (tx) => oldestDueDeliveryAge(tx))
+  const { result: age, rowsRead } = await readingRows(db, 'webhook_deliveries', (tx) => oldestDueDeliveryAge(tx))
   t.ok(age >= 3000 && age < 3060, `the oldest due of an enabled endpoint: ${age} s`)
   // The five of the disabled endpoint are passed over, then the first of the enabled one ends it.
   // The former min over the due rows read 3,000 of them here.
