@@ -110,7 +110,10 @@ export const ConfigSchema = Type.Object({
     description: 'Whether this instance attempts webhook deliveries; false on instances that serve the API while others (run with it on, outside the load balancer) deliver. Every instance still queues the deliveries of what it publishes'
   }),
   WEBHOOK_POLL_MS: Type.Integer({ default: 100, minimum: 5, description: 'How often an idle instance looks for deliveries that are due (a busy one claims again as attempts end)' }),
-  WEBHOOK_CONCURRENCY: Type.Integer({ default: 64, minimum: 1, maximum: 1000, description: 'Delivery attempts each instance makes at once (and so its most connections open to endpoints)' }),
+  // An instance delivers at most WEBHOOK_CONCURRENCY ÷ a round trip a second, and a round trip
+  // through a thread busy with orders takes tens of ms: at 64 the queue fell seconds behind a
+  // heavy order load, at 256 it kept up (bench/README.md).
+  WEBHOOK_CONCURRENCY: Type.Integer({ default: 256, minimum: 1, maximum: 1000, description: 'Delivery attempts each instance makes at once (and so its most connections open to endpoints)' }),
   WEBHOOK_KEEP_ALIVE_MS: Type.Integer({
     default: 10000,
     minimum: 0,

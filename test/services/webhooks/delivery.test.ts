@@ -471,6 +471,35 @@ t.test('a burst is delivered at the receivers\' pace, not one claim per poll: th
   t.equal(new Set(receiver.received.map((r) => r.id)).size, N, 'each once')
 })
 
+t.test('by default an instance keeps 256 attempts in flight at once, and no more: a slow round trip does not cap its rate at 64 a round trip', async (t) => {
+  const app = await testApp(t)
+  const { key } = await makeKey(app, everyScope)
+  const receiver = await startReceiver(t)
+  // Every answer waits until the test lets them all go.
+  let release!: () => void
+  const released = new Promise<void>((resolve) => { release = resolve })
+  receiver.respond(async (_req, res) => {
+    await released
+    res.writeHead(204).end()
+  })
+  const client = api(app, key)
+  const endpoint = await client.create({ url: receiver.url, events: ['product.*'] })
+  const N = 300
+  await recordEvents(app.database.db, Array.from({ length: N }, () => ({ type: 'product.updated' as const, resourceId: crypto.randomUUID() })))
+  await until('256 attempts waiting at the receiver', () => receiver.received.length >= 256 ? true : undefined, 30_000)
+  await sleep(500)
+  t.equal(receiver.received.length, 256, 'no attempt beyond the 256 while they all wait')
+  t.equal(app.webhooks.worker.inFlight, 256, 'the worker counts 256 in flight')
+  t.ok(receiver.connections() <= 256, `one connection an attempt at most (${receiver.connections()})`)
+  release()
+  await receiver.waitFor(N, 30_000)
+  await until('every outcome recorded', async () => {
+    const [row] = await execute<{ count: number }>(app.database.db, sql`select count(*)::int as count from webhook_deliveries where endpoint_id = ${endpoint.id}::uuid and status = 'succeeded'`)
+    return row!.count === N ? true : undefined
+  }, 30_000)
+  t.equal(new Set(receiver.received.map((r) => r.id)).size, N, 'each once')
+})
+
 t.test('successes recorded in one batch: only rows whose lease still holds; the failing endpoint cleared', async (t) => {
   const app = await testApp(t, { WEBHOOK_POLL_MS: '3600000' })
   const { key } = await makeKey(app, everyScope)
