@@ -112,7 +112,8 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_POLL_MS: Type.Integer({ default: 100, minimum: 5, description: 'How often an idle instance looks for deliveries that are due (a busy one claims again as attempts end)' }),
   // An instance delivers at most WEBHOOK_CONCURRENCY ÷ a round trip a second, and a round trip
   // through a thread busy with orders takes tens of ms: at 64 the queue fell seconds behind a
-  // heavy order load, at 256 it kept up (bench/README.md).
+  // heavy order load, at 256 it kept up, at 512 the attempts took more from the orders than
+  // they gained (bench/README.md).
   WEBHOOK_CONCURRENCY: Type.Integer({ default: 256, minimum: 1, maximum: 1000, description: 'Delivery attempts each instance makes at once (and so its most connections open to endpoints)' }),
   WEBHOOK_KEEP_ALIVE_MS: Type.Integer({
     default: 10000,
