@@ -15,6 +15,7 @@ import { ORDER_SHAPE_VERSION, SHAPE_BEFORE_MODE, type OrderMode, type OrderSumma
 import { readOrderRequest } from './order-request.ts'
 import { consumeReservation, reservationForOrder } from './reservations.ts'
 import { MAX_AMOUNT_CENTS, type StockKeeper } from './stock.ts'
+import type { WriteDeadline } from './write-deadline.ts'
 
 export interface PlaceOrderInput {
   apiKeyId: string
@@ -26,6 +27,7 @@ export interface PlaceOrderInput {
   settings: StoreSettings
   /** The absolute URL of an order. */
   locationOf: (orderId: string) => string
+  deadline?: WriteDeadline
 }
 
 export interface PlacedOrder {
@@ -73,7 +75,7 @@ export async function placeOrder (stock: StockKeeper, input: PlaceOrderInput, no
       address: request.address,
       items: priced.items
     }, now)
-  }, now)
+  }, now, input.deadline)
   if (written.replayed) return replay(stock.database, written.record)
   return { order: written.result, location: input.locationOf(written.result.id), replayed: false }
 }

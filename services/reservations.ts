@@ -12,6 +12,7 @@ import { OrderItemInput } from '../schemas/orders.ts'
 import { CreateReservationBody, MAX_ACTIVE_RESERVATIONS, RESERVATION_SHAPE_VERSION, RESERVATION_TTL } from '../schemas/reservations.ts'
 import { checkItems, type OrderLine } from './order-request.ts'
 import type { HeldUnits, Shelf, StockKeeper } from './stock.ts'
+import type { WriteDeadline } from './write-deadline.ts'
 
 addSharedSchemas([OrderItemInput])
 const validateBody = bodyAjv.compile(CreateReservationBody)
@@ -39,6 +40,7 @@ export interface HoldInput {
   body: unknown
   idempotencyKey: string | undefined
   locationOf: (id: string) => string
+  deadline?: WriteDeadline
 }
 
 export interface Hold { reservation: ReservationRecord, location: string, replayed: boolean }
@@ -83,7 +85,7 @@ export async function holdStock (stock: StockKeeper, input: HoldInput, now = new
       shelf.holdLines(id, priced)
     ])
     return reservation
-  }, now)
+  }, now, input.deadline)
   if (written.replayed) return { reservation: written.record.body as ReservationRecord, location: written.record.location, replayed: true }
   return { reservation: written.result, location: input.locationOf(written.result.id), replayed: false }
 }
@@ -112,7 +114,7 @@ async function lockActive (shelf: Shelf, apiKeyId: string, id: string): Promise<
 }
 
 /** Releases the key's active reservation: its units are back when this returns. */
-export async function releaseReservation (stock: StockKeeper, apiKeyId: string, id: string, now = new Date()): Promise<void> {
+export async function releaseReservation (stock: StockKeeper, apiKeyId: string, id: string, deadline?: WriteDeadline, now = new Date()): Promise<void> {
   await stock.run(async (shelf) => {
     // Its lines never change: read before the lock, to know which products to lock.
     const reservation = await findReservationForKey(shelf.tx, apiKeyId, id)
@@ -120,7 +122,7 @@ export async function releaseReservation (stock: StockKeeper, apiKeyId: string, 
     await shelf.lock(reservation.items.map((i) => i.productId))
     await lockActive(shelf, apiKeyId, id)
     await Promise.all([shelf.freeHeld([id], { giveBack: true }), endReservations(shelf.tx, [id], 'released', now)])
-  }, now)
+  }, now, deadline)
 }
 
 const lineKey = (line: { productId: string, combinationId: string | null }) => `${line.productId}/${line.combinationId ?? ''}`

@@ -19,6 +19,7 @@ import { errorCodes } from '../lib/database-failure.ts'
 import { multiply, sellPriceCents, toCents, toDecimalText, type Cents } from '../lib/money.ts'
 import type { OrderMode } from '../schemas/orders.ts'
 import type { OrderLine } from './order-request.ts'
+import type { WriteDeadline } from './write-deadline.ts'
 
 // numeric(12,2) holds up to 9,999,999,999.99.
 export const MAX_AMOUNT_CENTS = 999_999_999_999
@@ -326,10 +327,11 @@ export class StockKeeper {
 
   /**
    * Runs `work` in one transaction on a Shelf. Contention is retried a few times, then
-   * answered 503 service_unavailable; nothing of a failed attempt remains.
+   * answered 503 service_unavailable; nothing of a failed attempt remains. With a deadline,
+   * a write that has not begun to commit by then rolls back (services/write-deadline.ts).
    */
-  async run<R> (work: (shelf: Shelf) => Promise<R>, now = new Date()): Promise<R> {
-    const written = await this.runIdempotent(null, work, now)
+  async run<R> (work: (shelf: Shelf) => Promise<R>, now = new Date(), deadline?: WriteDeadline): Promise<R> {
+    const written = await this.runIdempotent(null, work, now, deadline)
     return (written as { result: R }).result
   }
 
@@ -337,25 +339,14 @@ export class StockKeeper {
    * `run`, after claiming the Idempotency-Key if one was sent: a key already used answers its
    * stored response (`replayed`), or idempotency_key_reused for another body.
    */
-  async runIdempotent<R> (idempotency: IdempotentRequest<R> | null, work: (shelf: Shelf) => Promise<R>, now = new Date()): Promise<StockWritten<R>> {
+  async runIdempotent<R> (idempotency: IdempotentRequest<R> | null, work: (shelf: Shelf) => Promise<R>, now = new Date(), deadline?: WriteDeadline): Promise<StockWritten<R>> {
     for (let attempt = 1; ; attempt++) {
       try {
         const outcome = await this.database.db.transaction(async (tx) => {
-          if (idempotency !== null && !await this.#claim(tx, idempotency)) {
-            // Claimed earlier (and committed, perhaps while this one waited): that request's outcome.
-            return { replayed: true as const, record: (await findIdempotencyRecord(tx, idempotency.apiKeyId, idempotency.key))! }
-          }
-          const shelf = new Shelf(tx, now)
-          let result: R
-          try {
-            result = await work(shelf)
-            await shelf.finish()
-          } finally {
-            // A statement sent earlier that failed explains a later one's failure (the transaction was aborted).
-            await shelf.settle()
-          }
-          if (idempotency !== null) await storeIdempotentResponse(tx, idempotency.apiKeyId, idempotency.key, idempotency.response(result))
-          return { replayed: false as const, result, changed: shelf.changed }
+          deadline?.check()
+          const written = await this.#write(tx, idempotency, work, now)
+          deadline?.beginCommit()
+          return written
         })
         if (outcome.replayed) {
           if (outcome.record.requestHash !== idempotency!.requestHash) throw apiError('idempotency_key_reused')
@@ -373,6 +364,25 @@ export class StockKeeper {
         await pause(STOCK_RETRY.baseDelayMs * attempt * (0.5 + Math.random()))
       }
     }
+  }
+
+  // One attempt inside its transaction: the key claimed (or its first outcome read), the work, its response stored.
+  async #write<R> (tx: Tx, idempotency: IdempotentRequest<R> | null, work: (shelf: Shelf) => Promise<R>, now: Date) {
+    if (idempotency !== null && !await this.#claim(tx, idempotency)) {
+      // Claimed earlier (and committed, perhaps while this one waited): that request's outcome.
+      return { replayed: true as const, record: (await findIdempotencyRecord(tx, idempotency.apiKeyId, idempotency.key))! }
+    }
+    const shelf = new Shelf(tx, now)
+    let result: R
+    try {
+      result = await work(shelf)
+      await shelf.finish()
+    } finally {
+      // A statement sent earlier that failed explains a later one's failure (the transaction was aborted).
+      await shelf.settle()
+    }
+    if (idempotency !== null) await storeIdempotentResponse(tx, idempotency.apiKeyId, idempotency.key, idempotency.response(result))
+    return { replayed: false as const, result, changed: shelf.changed }
   }
 
   async #claim (tx: Tx, request: Pick<IdempotentRequest<unknown>, 'apiKeyId' | 'key' | 'requestHash'>): Promise<boolean> {

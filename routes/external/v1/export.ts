@@ -16,12 +16,10 @@ import { duration } from '../../../schemas/wording.ts'
 import { productFilters } from '../../../services/catalog.ts'
 import { EXPORTS_PER_KEY, Exporter, type StartedExport } from '../../../services/export.ts'
 import { orderFilters } from '../../../services/orders.ts'
-import { v1Errors, v1Headers } from './shared.ts'
+import { NO_DEADLINE_MS, v1Errors, v1Headers } from './shared.ts'
 
-// The answer lasts as long as the client reads: no handler deadline (the longest a timer
-// takes). The start has its own deadline (services/export.ts) and a stalled client is cut
-// off by the idle timeout below.
-const NO_DEADLINE_MS = 2_147_483_647
+// The answer lasts as long as the client reads: no handler deadline. The start has its own
+// deadline (services/export.ts) and a stalled client is cut off by the idle timeout below.
 
 // GET order's serializer: a line is byte for byte its answer.
 const ORDER = ref(Order) as unknown as Record<string, unknown>

@@ -11,7 +11,8 @@ import { openListCursor } from '../../../services/list-cursor.ts'
 import { setTestOrderStatus } from '../../../services/order-status.ts'
 import { getOrder, listOrders, orderFilters, type OrderFilters } from '../../../services/orders.ts'
 import { placeOrder } from '../../../services/place-order.ts'
-import { idempotencyKeyOf, stockWriteGuard, v1Errors, v1Headers } from './shared.ts'
+import { WriteDeadline } from '../../../services/write-deadline.ts'
+import { NO_DEADLINE_MS, idempotencyKeyOf, stockWriteGuard, v1Errors, v1Headers } from './shared.ts'
 
 // Every orders response says Cache-Control: `private, no-cache` on a read that succeeded
 // (set with its ETag), `no-store` on everything else.
@@ -36,6 +37,8 @@ invalid_phone_number, validation_failed (other fields), then the reservation whe
 reservation_not_active, reservation_mismatch), then the catalogue (invalid_item for an unknown product, order_creation_failed
 with one detail per line that cannot be ordered). With a reservation the order takes its held units: the stock check for them is the hold.
 Send an Idempotency-Key to retry safely: the same key and body within ${hours(config.IDEMPOTENCY_TTL_HOURS)} replays the first response.
+A 503 service_unavailable past the order's deadline means nothing was written; only a database lost while the order committed
+can hide one that exists, so retry a 503 with the same Idempotency-Key.
 With a test key (\`sk_test_…\`) the same checks run against the same stock, but the order takes no stock: it is a test order
 (mode test, numbered T100001, T100002, …) that only that key sees.`,
       tags: ['Orders'],
@@ -56,19 +59,21 @@ With a test key (\`sk_test_…\`) the same checks run against the same stock, bu
     // The body is read by the order service, in the order of checks the contract fixes; the
     // schema above documents it.
     validatorCompiler: () => () => true,
-    handlerTimeout: config.ORDER_TIMEOUT_MS,
+    // Its deadline is ORDER_TIMEOUT_MS from the request's arrival, kept by the write itself.
+    handlerTimeout: NO_DEADLINE_MS,
     preValidation: stockWriteGuard(app)
   }, async (request, reply) => {
     const idempotencyKey = idempotencyKeyOf(request)
     const base = publicBase ?? `${request.protocol}://${request.host}`
-    const placed = await placeOrder(app.stock, {
+    const placed = await WriteDeadline.within(config.ORDER_TIMEOUT_MS - reply.elapsedTime, (deadline) => placeOrder(app.stock, {
       apiKeyId: request.apiKey.id,
       mode: request.apiKey.mode,
       body: request.body,
       idempotencyKey,
       settings: app.store.settings,
-      locationOf: (id) => `${base}/external/v1/orders/${id}`
-    })
+      locationOf: (id) => `${base}/external/v1/orders/${id}`,
+      deadline
+    }))
     if (placed.replayed) {
       app.metrics.idempotentReplays.inc()
       reply.header('idempotent-replayed', 'true')

@@ -7,7 +7,8 @@ import { RESPONSE_EXAMPLES } from '../../../schemas/examples.ts'
 import { CreateReservationBody, MAX_ACTIVE_RESERVATIONS, RESERVATION_TTL, Reservation, ReservationParams } from '../../../schemas/reservations.ts'
 import { hours } from '../../../schemas/wording.ts'
 import { getReservation, holdStock, releaseReservation } from '../../../services/reservations.ts'
-import { idempotencyKeyOf, stockWriteGuard, v1Errors, v1Headers } from './shared.ts'
+import { WriteDeadline } from '../../../services/write-deadline.ts'
+import { NO_DEADLINE_MS, idempotencyKeyOf, stockWriteGuard, v1Errors, v1Headers } from './shared.ts'
 
 const TAGS = ['Reservations']
 // Holding stock is part of ordering: the same scope.
@@ -48,18 +49,20 @@ A test key's reservation runs every check against the real stock and holds nothi
     },
     // The body is read by the service, with an order's item checks in their order; the schema above documents it.
     validatorCompiler: () => () => true,
-    handlerTimeout: config.ORDER_TIMEOUT_MS,
+    // As create-order's: ORDER_TIMEOUT_MS from the request's arrival, kept by the write itself.
+    handlerTimeout: NO_DEADLINE_MS,
     preValidation: stockWriteGuard(app)
   }, async (request, reply) => {
     const idempotencyKey = idempotencyKeyOf(request)
     const base = publicBase ?? `${request.protocol}://${request.host}`
-    const hold = await holdStock(app.stock, {
+    const hold = await WriteDeadline.within(config.ORDER_TIMEOUT_MS - reply.elapsedTime, (deadline) => holdStock(app.stock, {
       apiKeyId: request.apiKey.id,
       mode: request.apiKey.mode,
       body: request.body,
       idempotencyKey,
-      locationOf: (id) => `${base}/external/v1/reservations/${id}`
-    })
+      locationOf: (id) => `${base}/external/v1/reservations/${id}`,
+      deadline
+    }))
     if (hold.replayed) reply.header('idempotent-replayed', 'true')
     else app.metrics.reservationsCreated.inc()
     return reply.code(201).header('location', hold.location).send(hold.reservation)
@@ -94,9 +97,9 @@ A test key's reservation runs every check against the real stock and holds nothi
       }
     },
     // A stock write: it waits for the same locks as an order, so it has an order's deadline.
-    handlerTimeout: config.ORDER_TIMEOUT_MS
+    handlerTimeout: NO_DEADLINE_MS
   }, async (request, reply) => {
-    await releaseReservation(app.stock, request.apiKey.id, request.params.id)
+    await WriteDeadline.within(config.ORDER_TIMEOUT_MS - reply.elapsedTime, (deadline) => releaseReservation(app.stock, request.apiKey.id, request.params.id, deadline))
     app.metrics.reservationsEnded.inc({ how: 'released' })
     return reply.code(204).send(null)
   })

@@ -27,6 +27,10 @@ export function v1Errors<C extends ErrorCode> (...codes: Array<C | ErrorExample<
   return withHeaders(errorResponses<C | typeof COMMON_ERRORS[number]>(...codes, ...COMMON_ERRORS), v1Headers)
 }
 
+// Fastify's handler deadline, turned off (the longest a timer takes) for a route that keeps its
+// own: an export's start, a stock write's (which must not answer 503 once its commit began).
+export const NO_DEADLINE_MS = 2_147_483_647
+
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 
 /** The request's Idempotency-Key, checked; undefined when it sends none. */

@@ -1,0 +1,45 @@
+// The deadline of a stock write (create-order, holding and releasing stock). A 503 from it must
+// mean that nothing was written, or a client without an Idempotency-Key would retry an order
+// that exists. So it answers 503 only while the write has not begun to commit: the write's
+// transaction asks `beginCommit` last, and past the deadline that throws and the transaction
+// rolls back. Once the commit has begun the deadline waits for its outcome (bounded by the
+// statement timeout). Both run on the one JavaScript thread, so exactly one of the two wins.
+import { apiError } from '../errors.ts'
+
+const expired = () => apiError('service_unavailable', 'The write did not finish in time and nothing was written; retry shortly', { headers: { 'retry-after': '1' } })
+
+export class WriteDeadline {
+  #state: 'writing' | 'committing' | 'expired' = 'writing'
+
+  /**
+   * Runs `write` with `ms` left before the deadline: its result, or 503 service_unavailable
+   * when the deadline passes before its commit began (the write then rolls back on its own).
+   */
+  static async within<T> (ms: number, write: (deadline: WriteDeadline) => Promise<T>): Promise<T> {
+    const deadline = new WriteDeadline()
+    let timer: NodeJS.Timeout | undefined
+    const passed = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        if (deadline.#state !== 'writing') return
+        deadline.#state = 'expired'
+        reject(expired())
+      }, Math.max(0, ms))
+    })
+    try {
+      return await Promise.race([write(deadline), passed])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  /** Throws past the deadline: a write that got its connection too late does nothing. */
+  check (): void {
+    if (this.#state === 'expired') throw expired()
+  }
+
+  /** Called last before COMMIT: past the deadline it throws (the transaction rolls back); after it, the deadline waits. */
+  beginCommit (): void {
+    this.check()
+    this.#state = 'committing'
+  }
+}

@@ -1,0 +1,143 @@
+// The deadline of the stock writes (create-order, holding and releasing stock), over real
+// HTTP: a request with a body is where Fastify 5.12's own handler deadline does not hold
+// (it ends when the body has been read). Past ORDER_TIMEOUT_MS a write that has not begun to
+// commit answers 503 and leaves nothing behind, so a retry is safe; one whose commit has
+// begun answers what it wrote. Another connection holds the product's lock, or slows the
+// commit, on the real PostgreSQL.
+import { sql } from 'drizzle-orm'
+import postgres from 'postgres'
+import t from 'tap'
+import type { App } from '../../../app.ts'
+import { execute } from '../../../db/client.ts'
+import {
+  authHeaders, buildTestApp, createTestDatabase, expectError, importProducts, makeKey, makeProduct, orderBody, orderSnapshot, productStock, sleep, UNLIMITED, usingPostgres, type Answer
+} from '../../helper.ts'
+
+type T = Parameters<Parameters<typeof t.test>[0]>[0]
+
+const DEADLINE_MS = 1000
+const needsPostgres = usingPostgres ? {} : { skip: 'needs TEST_DATABASE_URL: a second connection holds the lock' }
+
+interface Rig { app: App, base: string, key: string, other: postgres.Sql, mug: { id: string } }
+
+async function rig (t: T): Promise<Rig> {
+  const { database, url } = await createTestDatabase(t)
+  const app = await buildTestApp(t, { database, env: { ...UNLIMITED, ORDER_TIMEOUT_MS: String(DEADLINE_MS) } })
+  const { key } = await makeKey(app)
+  const mug = makeProduct({ name: 'Deadline Mug', quantity: 10 })
+  await importProducts(app, [mug])
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const address = app.server.address() as { port: number }
+  const other = postgres(url!, { max: 1, onnotice: () => {} })
+  t.teardown(() => other.end())
+  return { app, base: `http://127.0.0.1:${address.port}/external/v1`, key, other, mug }
+}
+
+/** A request over HTTP, answered as `app.inject` answers, with the time it took. */
+async function send (rig: Rig, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer & { ms: number }> {
+  const started = Date.now()
+  const res = await fetch(`${rig.base}${path}`, {
+    method,
+    headers: { ...authHeaders(rig.key), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  const text = await res.text()
+  return { statusCode: res.status, body: text, headers: Object.fromEntries(res.headers), json: <J>() => JSON.parse(text) as J, ms: Date.now() - started }
+}
+
+/** Holds the product's row lock (as a stock write takes it) in another transaction for `ms`. */
+async function holdLock (rig: Rig, ms: number): Promise<{ released: Promise<void> }> {
+  let locked!: () => void
+  const isLocked = new Promise<void>((resolve) => { locked = resolve })
+  const released = rig.other.begin(async (tx) => {
+    await tx`select id from products where id = ${rig.mug.id} for no key update`
+    locked()
+    await sleep(ms)
+  }).then(() => {})
+  await isLocked
+  return { released }
+}
+
+/** Waits until no statement of the app's runs or waits any more: its abandoned transaction has ended. */
+async function quiet (rig: Rig): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const [row] = await rig.other`select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and pid <> pg_backend_pid() and state <> 'idle'`
+    if (row!.n === 0) return
+    await sleep(25)
+  }
+  throw new Error('the app\'s transactions did not end')
+}
+
+async function reservationCount (app: App): Promise<{ active: number, all: number }> {
+  const [row] = await execute<{ active: number, all: number }>(app.database.db,
+    sql`select count(*) filter (where status = 'active')::int as active, count(*)::int as "all" from reservations`)
+  return row!
+}
+
+function expectDeadline (t: T, res: Answer & { ms: number }, what: string) {
+  expectError(t, res, 503, 'service_unavailable', { message: /nothing was written/, what })
+  t.equal(res.headers['retry-after'], '1', `${what}: Retry-After`)
+  t.ok(res.ms >= DEADLINE_MS - 50 && res.ms < DEADLINE_MS + 1500, `${what}: answered at the deadline (${res.ms} ms)`)
+}
+
+t.test('an order still waiting for its stock at the deadline answers 503 and writes nothing; the same Idempotency-Key then orders once', needsPostgres, async (t) => {
+  const r = await rig(t)
+  const before = await orderSnapshot(r.app)
+  const lock = await holdLock(r, DEADLINE_MS + 1000)
+  const late = await send(r, 'POST', '/orders', orderBody([{ productId: r.mug.id, quantity: 3 }]), { 'idempotency-key': 'deadline-1' })
+  expectDeadline(t, late, 'the order')
+  // The lock goes; the abandoned transaction gets it, and rolls back at its commit.
+  await lock.released
+  await quiet(r)
+  t.same(await orderSnapshot(r.app), before, 'no order, no stock taken, no idempotency record')
+
+  const retried = await send(r, 'POST', '/orders', orderBody([{ productId: r.mug.id, quantity: 3 }]), { 'idempotency-key': 'deadline-1' })
+  t.equal(retried.statusCode, 201, retried.body)
+  t.equal(retried.headers['idempotent-replayed'], undefined, 'a new order, not a replay of anything')
+  t.equal(await productStock(r.app, r.mug.id), 7, 'its stock taken once')
+  t.equal((await orderSnapshot(r.app)).orders, before.orders + 1, 'one order')
+})
+
+t.test('an order whose commit began before the deadline answers 201 with what it wrote, however long the commit takes', needsPostgres, async (t) => {
+  const r = await rig(t)
+  // The commit of an order runs this trigger: it takes longer than the whole deadline.
+  await r.other.unsafe(`create function slow_commit() returns trigger language plpgsql as $$ begin perform pg_sleep(${(DEADLINE_MS + 800) / 1000}); return null; end $$;
+    create constraint trigger slow_commit after insert on orders deferrable initially deferred for each row execute function slow_commit()`)
+  const res = await send(r, 'POST', '/orders', orderBody([{ productId: r.mug.id, quantity: 2 }]))
+  t.equal(res.statusCode, 201, res.body)
+  t.ok(res.ms > DEADLINE_MS + 500, `answered when the commit ended (${res.ms} ms)`)
+  const order = res.json<{ id: string }>()
+  t.equal(await productStock(r.app, r.mug.id), 8, 'the stock it answered for is taken')
+  const [row] = await execute<{ n: number }>(r.app.database.db, sql`select count(*)::int as n from orders where id = ${order.id}`)
+  t.equal(row!.n, 1, 'the order it answered is in the database')
+})
+
+t.test('a hold still waiting at the deadline answers 503 and holds nothing', needsPostgres, async (t) => {
+  const r = await rig(t)
+  const lock = await holdLock(r, DEADLINE_MS + 1000)
+  const late = await send(r, 'POST', '/reservations', { items: [{ productId: r.mug.id, quantity: 4 }] })
+  expectDeadline(t, late, 'the hold')
+  await lock.released
+  await quiet(r)
+  t.same(await reservationCount(r.app), { active: 0, all: 0 }, 'no reservation')
+  t.equal(await productStock(r.app, r.mug.id), 10, 'no stock held')
+})
+
+t.test('a release still waiting at the deadline answers 503 and the reservation still holds', needsPostgres, async (t) => {
+  const r = await rig(t)
+  const held = await send(r, 'POST', '/reservations', { items: [{ productId: r.mug.id, quantity: 4 }] })
+  t.equal(held.statusCode, 201, held.body)
+  const { id } = held.json<{ id: string }>()
+  const lock = await holdLock(r, DEADLINE_MS + 1000)
+  const late = await send(r, 'DELETE', `/reservations/${id}`)
+  expectDeadline(t, late, 'the release')
+  await lock.released
+  await quiet(r)
+  t.same(await reservationCount(r.app), { active: 1, all: 1 }, 'the reservation is still active')
+  t.equal(await productStock(r.app, r.mug.id), 6, 'its units are still held')
+
+  const retried = await send(r, 'DELETE', `/reservations/${id}`)
+  t.equal(retried.statusCode, 204, 'released on the retry')
+  t.equal(await productStock(r.app, r.mug.id), 10, 'and the units are back')
+})
