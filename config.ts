@@ -59,7 +59,7 @@ export const ConfigSchema = Type.Object({
   // Deadlines: a slow client, a stuck query or a lost database never holds a request forever.
   REQUEST_TIMEOUT_MS: Type.Integer({ default: 30000, minimum: 1000, description: 'Longest time to receive a whole request' }),
   CONNECTION_TIMEOUT_MS: Type.Integer({ default: 60000, minimum: 1000, description: 'Idle socket timeout' }),
-  HANDLER_TIMEOUT_MS: Type.Integer({ default: 5000, minimum: 100, description: 'Deadline of a read request; past it 503 service_unavailable' }),
+  HANDLER_TIMEOUT_MS: Type.Integer({ default: 5000, minimum: 100, description: 'Deadline of a request but create-order, holds and releases; past it 503 service_unavailable (a write then wrote nothing, unless its commit had begun)' }),
   ORDER_TIMEOUT_MS: Type.Integer({ default: 30000, minimum: 1000, description: 'Deadline of create-order, holds and releases from arrival (longer than their lock and statement timeouts); past it 503 and nothing written, unless the commit had begun' }),
   DB_POOL_SIZE: Type.Integer({ default: DEFAULT_POOL_SIZE, minimum: 1, maximum: 1000, description: 'PostgreSQL connections per instance' }),
   DB_STATEMENT_TIMEOUT_MS: Type.Integer({ default: DEFAULT_STATEMENT_TIMEOUT_MS, minimum: 0, description: 'Longest a request\'s SQL statement may run (0: no limit)' }),

@@ -10,6 +10,7 @@ import { apiError } from '../errors.ts'
 import type { KeyMode } from '../lib/api-key-secret.ts'
 import type { Order, OrderStatus, OrderSummary } from '../schemas/orders.ts'
 import { StockKeeper, type Shelf } from './stock.ts'
+import type { WriteDeadline } from './write-deadline.ts'
 
 export const STATUS_TRANSITIONS: Record<OrderStatus, OrderStatus[]> = {
   pending: ['confirmed', 'cancelled'],
@@ -38,7 +39,7 @@ export function setOrderStatus (database: Database, orderNumberOrId: string, sta
  * the same `order.status_changed` event); answers the order with its items. A live key may
  * not: its orders are the store's to move.
  */
-export async function setTestOrderStatus (database: Database, key: { id: string, mode: KeyMode }, orderNumberOrId: string, status: OrderStatus, now = new Date()): Promise<Order> {
+export async function setTestOrderStatus (database: Database, key: { id: string, mode: KeyMode }, orderNumberOrId: string, status: OrderStatus, deadline?: WriteDeadline, now = new Date()): Promise<Order> {
   if (key.mode !== 'test') throw apiError('test_mode_only')
   return new StockKeeper(database).run(async (shelf) => {
     const change = await changeStatus(shelf, orderNumberOrId, status, key.id)
@@ -48,7 +49,7 @@ export async function setTestOrderStatus (database: Database, key: { id: string,
       throw apiError('invalid_status_transition', `The order is ${change.from}: it cannot go to ${status}; ${next}`)
     }
     return (await findOrderForKey(shelf.tx, key.id, change.order.id))!
-  }, now)
+  }, now, deadline)
 }
 
 // With `owner`, only that key's test orders are found: anything else answers as missing.

@@ -19,7 +19,7 @@ import { errorCodes } from '../lib/database-failure.ts'
 import { multiply, sellPriceCents, toCents, toDecimalText, type Cents } from '../lib/money.ts'
 import type { OrderMode } from '../schemas/orders.ts'
 import type { OrderLine } from './order-request.ts'
-import type { WriteDeadline } from './write-deadline.ts'
+import { WriteDeadline } from './write-deadline.ts'
 
 // numeric(12,2) holds up to 9,999,999,999.99.
 export const MAX_AMOUNT_CENTS = 999_999_999_999
@@ -342,12 +342,8 @@ export class StockKeeper {
   async runIdempotent<R> (idempotency: IdempotentRequest<R> | null, work: (shelf: Shelf) => Promise<R>, now = new Date(), deadline?: WriteDeadline): Promise<StockWritten<R>> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const outcome = await this.database.db.transaction(async (tx) => {
-          deadline?.check()
-          const written = await this.#write(tx, idempotency, work, now)
-          deadline?.beginCommit()
-          return written
-        })
+        // Without a deadline of its own (the CLI, the sweeps), one that never passes.
+        const outcome = await (deadline ?? new WriteDeadline()).transaction(this.database.db, (tx) => this.#write(tx, idempotency, work, now))
         if (outcome.replayed) {
           if (outcome.record.requestHash !== idempotency!.requestHash) throw apiError('idempotency_key_reused')
           return outcome

@@ -1,9 +1,11 @@
-// The deadline of a stock write (create-order, holding and releasing stock). A 503 from it must
-// mean that nothing was written, or a client without an Idempotency-Key would retry an order
-// that exists. So it answers 503 only while the write has not begun to commit: the write's
-// transaction asks `beginCommit` last, and past the deadline that throws and the transaction
-// rolls back. Once the commit has begun the deadline waits for its outcome (bounded by the
-// statement timeout). Both run on the one JavaScript thread, so exactly one of the two wins.
+// The deadline of a write an integrator sends (an order, a hold, a webhook endpoint's change).
+// A 503 from it must mean that nothing was written: a client without an Idempotency-Key would
+// retry an order that exists, and a rotated secret it never saw would sign the deliveries.
+// So it answers 503 only while the write has not begun to commit: the write's transaction asks
+// `beginCommit` last, and past the deadline that throws and the transaction rolls back. Once
+// the commit has begun the deadline waits for its outcome (bounded by the statement timeout).
+// Both run on the one JavaScript thread, so exactly one of the two wins.
+import type { Db, Tx } from '../db/client.ts'
 import { apiError } from '../errors.ts'
 
 const expired = () => apiError('service_unavailable', 'The write did not finish in time and nothing was written; retry shortly', { headers: { 'retry-after': '1' } })
@@ -30,6 +32,16 @@ export class WriteDeadline {
     } finally {
       clearTimeout(timer)
     }
+  }
+
+  /** `work` in one transaction, committed only within the deadline. */
+  transaction<R> (db: Db, work: (tx: Tx) => Promise<R>): Promise<R> {
+    return db.transaction(async (tx) => {
+      this.check()
+      const result = await work(tx)
+      this.beginCommit()
+      return result
+    })
   }
 
   /** Throws past the deadline: a write that got its connection too late does nothing. */

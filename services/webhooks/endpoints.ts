@@ -13,6 +13,7 @@ import {
   MAX_ENDPOINTS_PER_KEY, type CreateWebhookBody, type Delivery, type DeliveryPage, type UpdateWebhookBody, type WebhookEndpoint
 } from '../../schemas/webhooks.ts'
 import { nextCursor } from '../list-cursor.ts'
+import { WriteDeadline } from '../write-deadline.ts'
 import type { WebhookUrlPolicy } from './url-policy.ts'
 
 /** How long the previous secret keeps signing after a rotation. */
@@ -33,10 +34,12 @@ export function toWire (row: EndpointRow, options: { withSecret?: boolean } = {}
 
 const notFound = () => apiError('webhook_not_found')
 
-export async function createEndpoint (database: Database, policy: WebhookUrlPolicy, apiKeyId: string, body: CreateWebhookBody): Promise<WebhookEndpoint> {
+// Each write below commits only within its request's deadline (a 503 past it wrote nothing).
+
+export async function createEndpoint (database: Database, policy: WebhookUrlPolicy, apiKeyId: string, body: CreateWebhookBody, deadline = new WriteDeadline()): Promise<WebhookEndpoint> {
   // Resolved before the transaction: a slow DNS answer holds no lock.
   const url = await policy.check(body.url)
-  const row = await database.db.transaction(async (tx) => {
+  const row = await deadline.transaction(database.db, async (tx) => {
     if (await lockKeyEndpoints(tx, apiKeyId) >= MAX_ENDPOINTS_PER_KEY) throw apiError('webhook_limit_reached')
     return insertEndpoint(tx, { apiKeyId, url, events: body.events ?? ['*'], description: body.description ?? null, secret: generateWebhookSecret() })
   })
@@ -57,7 +60,7 @@ export async function getEndpoint (database: Database, apiKeyId: string, id: str
   return toWire(await ownEndpoint(database, apiKeyId, id))
 }
 
-export async function changeEndpoint (database: Database, policy: WebhookUrlPolicy, apiKeyId: string, id: string, body: UpdateWebhookBody): Promise<WebhookEndpoint> {
+export async function changeEndpoint (database: Database, policy: WebhookUrlPolicy, apiKeyId: string, id: string, body: UpdateWebhookBody, deadline = new WriteDeadline()): Promise<WebhookEndpoint> {
   // Another key's endpoint is not found before its new URL is looked at.
   await ownEndpoint(database, apiKeyId, id)
   const change: EndpointChange = {}
@@ -65,17 +68,17 @@ export async function changeEndpoint (database: Database, policy: WebhookUrlPoli
   if (body.events !== undefined) change.events = body.events
   if (body.description !== undefined) change.description = body.description
   if (body.status !== undefined) change.status = body.status === 'enabled' ? { to: 'enabled' } : { to: 'disabled', reason: 'Disabled by its API key' }
-  const row = await updateEndpoint(database.db, id, apiKeyId, change)
+  const row = await deadline.transaction(database.db, (tx) => updateEndpoint(tx, id, apiKeyId, change))
   if (row === null) throw notFound()
   return toWire(row)
 }
 
-export async function removeEndpoint (database: Database, apiKeyId: string, id: string): Promise<void> {
-  if (!await deleteEndpoint(database.db, id, apiKeyId)) throw notFound()
+export async function removeEndpoint (database: Database, apiKeyId: string, id: string, deadline = new WriteDeadline()): Promise<void> {
+  if (!await deadline.transaction(database.db, (tx) => deleteEndpoint(tx, id, apiKeyId))) throw notFound()
 }
 
-export async function rotateSecret (database: Database, apiKeyId: string, id: string): Promise<WebhookEndpoint> {
-  const row = await rotateEndpointSecret(database.db, id, apiKeyId, generateWebhookSecret(), SECRET_OVERLAP_MS)
+export async function rotateSecret (database: Database, apiKeyId: string, id: string, deadline = new WriteDeadline()): Promise<WebhookEndpoint> {
+  const row = await deadline.transaction(database.db, (tx) => rotateEndpointSecret(tx, id, apiKeyId, generateWebhookSecret(), SECRET_OVERLAP_MS))
   if (row === null) throw notFound()
   return toWire(row, { withSecret: true })
 }
@@ -110,10 +113,10 @@ export async function listEndpointDeliveries (database: Database, apiKeyId: stri
   }
 }
 
-export async function redeliverEvent (database: Database, apiKeyId: string, id: string, eventId: string): Promise<void> {
+export async function redeliverEvent (database: Database, apiKeyId: string, id: string, eventId: string, deadline = new WriteDeadline()): Promise<void> {
   await ownEndpoint(database, apiKeyId, id)
   const position = positionOfEventId(eventId)
-  if (position === null || !await redeliver(database.db, id, position)) {
+  if (position === null || !await deadline.transaction(database.db, (tx) => redeliver(tx, id, position))) {
     throw apiError('webhook_not_found', `This endpoint has no delivery of event ${eventId}`)
   }
 }

@@ -11,8 +11,7 @@ import { openListCursor } from '../../../services/list-cursor.ts'
 import { setTestOrderStatus } from '../../../services/order-status.ts'
 import { getOrder, listOrders, orderFilters, type OrderFilters } from '../../../services/orders.ts'
 import { placeOrder } from '../../../services/place-order.ts'
-import { WriteDeadline } from '../../../services/write-deadline.ts'
-import { NO_DEADLINE_MS, idempotencyKeyOf, stockWriteGuard, v1Errors, v1Headers } from './shared.ts'
+import { NO_DEADLINE_MS, idempotencyKeyOf, stockWriteGuard, v1Errors, v1Headers, writeWithin } from './shared.ts'
 
 // Every orders response says Cache-Control: `private, no-cache` on a read that succeeded
 // (set with its ETag), `no-store` on everything else.
@@ -65,7 +64,7 @@ With a test key (\`sk_test_…\`) the same checks run against the same stock, bu
   }, async (request, reply) => {
     const idempotencyKey = idempotencyKeyOf(request)
     const base = publicBase ?? `${request.protocol}://${request.host}`
-    const placed = await WriteDeadline.within(config.ORDER_TIMEOUT_MS - reply.elapsedTime, (deadline) => placeOrder(app.stock, {
+    const placed = await writeWithin(reply, config.ORDER_TIMEOUT_MS, (deadline) => placeOrder(app.stock, {
       apiKeyId: request.apiKey.id,
       mode: request.apiKey.mode,
       body: request.body,
@@ -147,9 +146,10 @@ a live order can only be moved by the store.`,
           { code: 'validation_failed', message: 'body.status: must be equal to one of the allowed values', details: [{ path: 'body.status', message: 'must be equal to one of the allowed values' }] }
         ), ordersHeaders)
       }
-    }
-  }, async (request) => {
-    return setTestOrderStatus(app.database, request.apiKey, request.params.orderNumberOrId, request.body.status)
+    },
+    handlerTimeout: NO_DEADLINE_MS
+  }, async (request, reply) => {
+    return writeWithin(reply, config.HANDLER_TIMEOUT_MS, (deadline) => setTestOrderStatus(app.database, request.apiKey, request.params.orderNumberOrId, request.body.status, deadline))
   })
 }
 

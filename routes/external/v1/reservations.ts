@@ -7,8 +7,7 @@ import { RESPONSE_EXAMPLES } from '../../../schemas/examples.ts'
 import { CreateReservationBody, MAX_ACTIVE_RESERVATIONS, RESERVATION_TTL, Reservation, ReservationParams } from '../../../schemas/reservations.ts'
 import { hours } from '../../../schemas/wording.ts'
 import { getReservation, holdStock, releaseReservation } from '../../../services/reservations.ts'
-import { WriteDeadline } from '../../../services/write-deadline.ts'
-import { NO_DEADLINE_MS, idempotencyKeyOf, stockWriteGuard, v1Errors, v1Headers } from './shared.ts'
+import { NO_DEADLINE_MS, idempotencyKeyOf, stockWriteGuard, v1Errors, v1Headers, writeWithin } from './shared.ts'
 
 const TAGS = ['Reservations']
 // Holding stock is part of ordering: the same scope.
@@ -55,7 +54,7 @@ A test key's reservation runs every check against the real stock and holds nothi
   }, async (request, reply) => {
     const idempotencyKey = idempotencyKeyOf(request)
     const base = publicBase ?? `${request.protocol}://${request.host}`
-    const hold = await WriteDeadline.within(config.ORDER_TIMEOUT_MS - reply.elapsedTime, (deadline) => holdStock(app.stock, {
+    const hold = await writeWithin(reply, config.ORDER_TIMEOUT_MS, (deadline) => holdStock(app.stock, {
       apiKeyId: request.apiKey.id,
       mode: request.apiKey.mode,
       body: request.body,
@@ -99,7 +98,7 @@ A test key's reservation runs every check against the real stock and holds nothi
     // A stock write: it waits for the same locks as an order, so it has an order's deadline.
     handlerTimeout: NO_DEADLINE_MS
   }, async (request, reply) => {
-    await WriteDeadline.within(config.ORDER_TIMEOUT_MS - reply.elapsedTime, (deadline) => releaseReservation(app.stock, request.apiKey.id, request.params.id, deadline))
+    await writeWithin(reply, config.ORDER_TIMEOUT_MS, (deadline) => releaseReservation(app.stock, request.apiKey.id, request.params.id, deadline))
     app.metrics.reservationsEnded.inc({ how: 'released' })
     return reply.code(204).send(null)
   })

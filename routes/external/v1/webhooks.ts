@@ -11,7 +11,7 @@ import { openListCursor } from '../../../services/list-cursor.ts'
 import {
   SECRET_OVERLAP_MS, changeEndpoint, createEndpoint, getEndpoint, listEndpointDeliveries, listKeyEndpoints, redeliverEvent, removeEndpoint, rotateSecret
 } from '../../../services/webhooks/endpoints.ts'
-import { v1Errors, v1Headers } from './shared.ts'
+import { NO_DEADLINE_MS, v1Errors, v1Headers, writeWithin } from './shared.ts'
 
 const TAGS = ['Webhooks']
 const SCOPE = { scope: 'webhooks:manage' } as const
@@ -20,6 +20,7 @@ function ok<T extends TSchema> (description: string, examples: Record<string, Re
 }
 
 const webhooks: FastifyPluginAsyncTypebox = async (app) => {
+  const { config } = app
   const { policy } = app.webhooks
 
   app.post('/webhooks', {
@@ -36,9 +37,10 @@ or resolves to a loopback, private, link-local or unspecified address answers in
         201: documentedResponse('Created; the secret is shown this once', ref(WebhookEndpoint), RESPONSE_EXAMPLES.createWebhook, v1Headers(201)),
         ...v1Errors('invalid_webhook_url', 'webhook_limit_reached', 'invalid_json', 'payload_too_large', 'unsupported_media_type')
       }
-    }
+    },
+    handlerTimeout: NO_DEADLINE_MS
   }, async (request, reply) => {
-    const endpoint = await createEndpoint(app.database, policy, request.apiKey.id, request.body)
+    const endpoint = await writeWithin(reply, config.HANDLER_TIMEOUT_MS, (deadline) => createEndpoint(app.database, policy, request.apiKey.id, request.body, deadline))
     return reply.code(201).send(endpoint)
   })
 
@@ -80,8 +82,9 @@ or resolves to a loopback, private, link-local or unspecified address answers in
         200: ok('The endpoint as changed', RESPONSE_EXAMPLES.updateWebhook, ref(WebhookEndpoint)),
         ...v1Errors('invalid_webhook_url', 'webhook_not_found', 'invalid_json', 'payload_too_large', 'unsupported_media_type')
       }
-    }
-  }, async (request) => changeEndpoint(app.database, policy, request.apiKey.id, request.params.id, request.body))
+    },
+    handlerTimeout: NO_DEADLINE_MS
+  }, async (request, reply) => writeWithin(reply, config.HANDLER_TIMEOUT_MS, (deadline) => changeEndpoint(app.database, policy, request.apiKey.id, request.params.id, request.body, deadline)))
 
   app.delete('/webhooks/:id', {
     config: SCOPE,
@@ -95,9 +98,10 @@ or resolves to a loopback, private, link-local or unspecified address answers in
         204: { description: 'Deleted; no body', type: 'null', headers: documentedResponse('', ref(WebhookEndpoint), {}, v1Headers(204)).headers },
         ...v1Errors('webhook_not_found')
       }
-    }
+    },
+    handlerTimeout: NO_DEADLINE_MS
   }, async (request, reply) => {
-    await removeEndpoint(app.database, request.apiKey.id, request.params.id)
+    await writeWithin(reply, config.HANDLER_TIMEOUT_MS, (deadline) => removeEndpoint(app.database, request.apiKey.id, request.params.id, deadline))
     return reply.code(204).send(null)
   })
 
@@ -113,8 +117,9 @@ or resolves to a loopback, private, link-local or unspecified address answers in
         200: ok('The endpoint with its new secret', RESPONSE_EXAMPLES.rotateWebhookSecret, ref(WebhookEndpoint)),
         ...v1Errors('webhook_not_found')
       }
-    }
-  }, async (request) => rotateSecret(app.database, request.apiKey.id, request.params.id))
+    },
+    handlerTimeout: NO_DEADLINE_MS
+  }, async (request, reply) => writeWithin(reply, config.HANDLER_TIMEOUT_MS, (deadline) => rotateSecret(app.database, request.apiKey.id, request.params.id, deadline)))
 
   app.get('/webhooks/:id/deliveries', {
     config: SCOPE,
@@ -151,9 +156,10 @@ or resolves to a loopback, private, link-local or unspecified address answers in
         202: { description: 'Accepted: the attempt is made at once; follow it in the deliveries', type: 'null', headers: documentedResponse('', ref(WebhookEndpoint), {}, v1Headers(202)).headers },
         ...v1Errors('webhook_not_found')
       }
-    }
+    },
+    handlerTimeout: NO_DEADLINE_MS
   }, async (request, reply) => {
-    await redeliverEvent(app.database, request.apiKey.id, request.params.id, request.params.eventId)
+    await writeWithin(reply, config.HANDLER_TIMEOUT_MS, (deadline) => redeliverEvent(app.database, request.apiKey.id, request.params.id, request.params.eventId, deadline))
     return reply.code(202).send(undefined as never)
   })
 }

@@ -1,39 +1,43 @@
-// The deadline of the stock writes (create-order, holding and releasing stock), over real
-// HTTP: a request with a body is where Fastify 5.12's own handler deadline does not hold
-// (it ends when the body has been read). Past ORDER_TIMEOUT_MS a write that has not begun to
-// commit answers 503 and leaves nothing behind, so a retry is safe; one whose commit has
-// begun answers what it wrote. Another connection holds the product's lock, or slows the
-// commit, on the real PostgreSQL.
+// The deadline of the writes an integrator sends, over real HTTP: a request with a body is
+// where Fastify 5.12's own handler deadline does not hold (it ends when the body has been
+// read). Past it (ORDER_TIMEOUT_MS for orders and holds, HANDLER_TIMEOUT_MS for the rest) a
+// write that has not begun to commit answers 503 and leaves nothing behind, so a retry is
+// safe; one whose commit has begun answers what it wrote. Another connection holds the row's
+// lock, or slows the commit, on the real PostgreSQL.
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import t from 'tap'
-import type { App } from '../../../app.ts'
-import { execute } from '../../../db/client.ts'
+import type { App } from '../../app.ts'
+import { execute } from '../../db/client.ts'
+import { SCOPES } from '../../lib/api-key-secret.ts'
 import {
   authHeaders, buildTestApp, createTestDatabase, expectError, importProducts, makeKey, makeProduct, orderBody, orderSnapshot, productStock, sleep, UNLIMITED, usingPostgres, type Answer
-} from '../../helper.ts'
+} from '../helper.ts'
 
 type T = Parameters<Parameters<typeof t.test>[0]>[0]
 
 const DEADLINE_MS = 1000
 const needsPostgres = usingPostgres ? {} : { skip: 'needs TEST_DATABASE_URL: a second connection holds the lock' }
 
-interface Rig { app: App, base: string, key: string, other: postgres.Sql, mug: { id: string } }
+interface Rig { app: App, base: string, key: string, keyId: string, other: postgres.Sql, mug: { id: string } }
 
 async function rig (t: T): Promise<Rig> {
   const { database, url } = await createTestDatabase(t)
-  const app = await buildTestApp(t, { database, env: { ...UNLIMITED, ORDER_TIMEOUT_MS: String(DEADLINE_MS) } })
-  const { key } = await makeKey(app)
+  const app = await buildTestApp(t, {
+    database,
+    env: { ...UNLIMITED, ORDER_TIMEOUT_MS: String(DEADLINE_MS), HANDLER_TIMEOUT_MS: String(DEADLINE_MS), WEBHOOK_ALLOWED_HOSTS: '127.0.0.1:9', EVENT_PUBLISH_MS: '3600000' }
+  })
+  const { key, id: keyId } = await makeKey(app)
   const mug = makeProduct({ name: 'Deadline Mug', quantity: 10 })
   await importProducts(app, [mug])
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address() as { port: number }
   const other = postgres(url!, { max: 1, onnotice: () => {} })
   t.teardown(() => other.end())
-  return { app, base: `http://127.0.0.1:${address.port}/external/v1`, key, other, mug }
+  return { app, base: `http://127.0.0.1:${address.port}/external/v1`, key, keyId, other, mug }
 }
 
-/** A request over HTTP, answered as `app.inject` answers, with the time it took. */
+/** A request over HTTP (with the rig's key unless another is given), answered as `app.inject` answers, with the time it took. */
 async function send (rig: Rig, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer & { ms: number }> {
   const started = Date.now()
   const res = await fetch(`${rig.base}${path}`, {
@@ -45,12 +49,12 @@ async function send (rig: Rig, method: string, path: string, body?: unknown, hea
   return { statusCode: res.status, body: text, headers: Object.fromEntries(res.headers), json: <J>() => JSON.parse(text) as J, ms: Date.now() - started }
 }
 
-/** Holds the product's row lock (as a stock write takes it) in another transaction for `ms`. */
-async function holdLock (rig: Rig, ms: number): Promise<{ released: Promise<void> }> {
+/** Holds a row's lock (the product's, as a stock write takes it, unless another table is named) in another transaction for `ms`. */
+async function holdLock (rig: Rig, ms: number, row: { table: string, id: string } = { table: 'products', id: rig.mug.id }): Promise<{ released: Promise<void> }> {
   let locked!: () => void
   const isLocked = new Promise<void>((resolve) => { locked = resolve })
   const released = rig.other.begin(async (tx) => {
-    await tx`select id from products where id = ${rig.mug.id} for no key update`
+    await tx.unsafe(`select id from ${row.table} where id = $1 for update`, [row.id])
     locked()
     await sleep(ms)
   }).then(() => {})
@@ -140,4 +144,47 @@ t.test('a release still waiting at the deadline answers 503 and the reservation 
   const retried = await send(r, 'DELETE', `/reservations/${id}`)
   t.equal(retried.statusCode, 204, 'released on the retry')
   t.equal(await productStock(r.app, r.mug.id), 10, 'and the units are back')
+})
+
+t.test('a webhook endpoint still waiting at the deadline answers 503 and is not created', needsPostgres, async (t) => {
+  const r = await rig(t)
+  // Creating an endpoint locks its key's row, to count the key's endpoints.
+  const lock = await holdLock(r, DEADLINE_MS + 1000, { table: 'api_keys', id: r.keyId })
+  const late = await send(r, 'POST', '/webhooks', { url: 'https://127.0.0.1:9/hooks' })
+  expectDeadline(t, late, 'the creation')
+  await lock.released
+  await quiet(r)
+  const [row] = await execute<{ n: number }>(r.app.database.db, sql`select count(*)::int as n from webhook_endpoints`)
+  t.equal(row!.n, 0, 'no endpoint: a retry makes the only one')
+})
+
+t.test('a secret rotation still waiting at the deadline answers 503 and the secret does not change', needsPostgres, async (t) => {
+  const r = await rig(t)
+  const made = await send(r, 'POST', '/webhooks', { url: 'https://127.0.0.1:9/hooks' })
+  t.equal(made.statusCode, 201, made.body)
+  const { id, secret } = made.json<{ id: string, secret: string }>()
+  const lock = await holdLock(r, DEADLINE_MS + 1000, { table: 'webhook_endpoints', id })
+  const late = await send(r, 'POST', `/webhooks/${id}/rotate-secret`)
+  expectDeadline(t, late, 'the rotation')
+  await lock.released
+  await quiet(r)
+  const [row] = await execute<{ secret: string, previous: string | null }>(r.app.database.db,
+    sql`select secret, previous_secret as previous from webhook_endpoints where id = ${id}`)
+  t.same(row, { secret, previous: null }, 'the secret the integrator holds still signs alone: no secret it never saw')
+})
+
+t.test('a test order\'s status change still waiting at the deadline answers 503 and the status stays', needsPostgres, async (t) => {
+  const r = await rig(t)
+  const { key: testKey } = await makeKey(r.app, [...SCOPES], { mode: 'test' })
+  const placed = await send(r, 'POST', '/orders', orderBody([{ productId: r.mug.id }]), authHeaders(testKey))
+  t.equal(placed.statusCode, 201, placed.body)
+  const order = placed.json<{ id: string, orderNumber: string }>()
+  const lock = await holdLock(r, DEADLINE_MS + 1000, { table: 'orders', id: order.id })
+  const late = await send(r, 'POST', `/test/orders/${order.orderNumber}/status`, { status: 'confirmed' }, authHeaders(testKey))
+  expectDeadline(t, late, 'the status change')
+  await lock.released
+  await quiet(r)
+  const [row] = await execute<{ status: string, events: number }>(r.app.database.db, sql`select status,
+    (select count(*)::int from change_events where type = 'order.status_changed') as events from orders where id = ${order.id}`)
+  t.same(row, { status: 'pending', events: 0 }, 'still pending, and no order.status_changed')
 })
