@@ -81,16 +81,15 @@ export async function updateEndpoint (db: Tx, id: string, apiKeyId: string | nul
 /**
  * Deletes the endpoint and its deliveries. The deliveries go first: a worker recording an
  * outcome locks its delivery and then the endpoint, so locking in that same order never
- * deadlocks with it (the cascade alone would lock the endpoint first).
+ * deadlocks with it (the cascade alone would lock the endpoint first). Run it in a transaction:
+ * the two deletes go together or not at all.
  */
-export async function deleteEndpoint (db: Tx, id: string, apiKeyId: string): Promise<boolean> {
-  return db.transaction(async (tx) => {
-    const [owned] = await tx.select({ id: webhookEndpoints.id }).from(webhookEndpoints).where(ownedBy(id, apiKeyId))
-    if (owned === undefined) return false
-    await tx.delete(webhookDeliveries).where(eq(webhookDeliveries.endpointId, id))
-    const rows = await tx.delete(webhookEndpoints).where(ownedBy(id, apiKeyId)).returning({ id: webhookEndpoints.id })
-    return rows.length > 0
-  })
+export async function deleteEndpoint (tx: Tx, id: string, apiKeyId: string): Promise<boolean> {
+  const [owned] = await tx.select({ id: webhookEndpoints.id }).from(webhookEndpoints).where(ownedBy(id, apiKeyId))
+  if (owned === undefined) return false
+  await tx.delete(webhookDeliveries).where(eq(webhookDeliveries.endpointId, id))
+  const rows = await tx.delete(webhookEndpoints).where(ownedBy(id, apiKeyId)).returning({ id: webhookEndpoints.id })
+  return rows.length > 0
 }
 
 /** A new secret; the current one keeps signing beside it for `overlapMs`. */
