@@ -5,7 +5,7 @@ import { EVENT_TYPES, type EventType } from '../schemas/changes.ts'
 import { execute, type Tx } from './client.ts'
 import { eventVisibility } from './event-visibility.ts'
 import { ADVISORY_LOCKS } from './locks.ts'
-import { bumpCatalogVersion } from './settings.ts'
+import { nextCatalogVersion } from './settings.ts'
 import { enqueueDeliveries } from './webhooks.ts'
 
 export { EVENT_TYPES, type EventType } from '../schemas/changes.ts'
@@ -90,32 +90,38 @@ export async function recordEvents (tx: Tx, events: NewEvent[]): Promise<void> {
  * at a time (the others skip): its transaction takes the next positions after the last
  * published one and commits before the next publisher starts, so every position handed out
  * later is greater than every position a reader has already seen. When catalogue events are
- * among them, the catalogue version moves before they are stamped published, so every
- * instance drops its cached reads before the feed shows them.
+ * among them, the catalogue version moves in the same transaction, so every instance drops
+ * its cached reads before the feed shows them. Their webhook deliveries are queued with them.
  */
 export async function publishEvents (db: Tx, batch: number): Promise<number> {
   // Most runs find nothing: one cheap read on the partial index, no transaction.
   const [waiting] = await execute<{ seq: string }>(db, sql`select seq from change_events where position is null limit 1`)
   if (waiting === undefined) return 0
   return db.transaction(async (tx) => {
-    const [lock] = await execute<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(${ADVISORY_LOCKS.eventPublisher}) as locked`)
-    if (!lock!.locked) return 0
-    // Sorted by the number, not by its text (which would put 10 before 2).
-    const events = await execute<{ seq: string, type: string }>(tx, sql`
-      select seq::text as seq, type from change_events where position is null order by change_events.seq limit ${batch}`)
-    if (events.length === 0) return 0
-    if (events.some((e) => e.type.startsWith('product.'))) await bumpCatalogVersion(tx)
-    const seqs = sql.join(events.map((e) => sql`${e.seq}::bigint`), sql`, `)
-    await tx.execute(sql`
-      with last as (select coalesce(max(position), 0) as position from change_events),
-      numbered as (select seq, ordinality as n from unnest(array[${seqs}]) with ordinality as seq),
+    // Two statements sent together (one round trip). The second reads the positions in a
+    // snapshot it takes once the first has the lock, so it sees every one the previous
+    // publisher committed; without the lock it publishes nothing.
+    const locking = execute(tx, sql`select set_config('storefront.publisher', pg_try_advisory_xact_lock(${ADVISORY_LOCKS.eventPublisher})::text, true)`)
+    const publishing = execute<{ published: number }>(tx, sql`
+      with batch as (
+        select seq from change_events
+        where position is null and current_setting('storefront.publisher', true) = 'true'
+        order by seq limit ${batch}),
+      -- Numbered by seq, not by its text (which would put 10 before 2).
+      numbered as (select seq, row_number() over (order by seq) as n from batch),
+      last as (select coalesce(max(position), 0) as position from change_events),
       -- One instant for the whole batch: the feed shows a prefix of positions, never a hole.
-      stamp as (select clock_timestamp() as at)
-      update change_events e set position = last.position + numbered.n, published_at = stamp.at
-      from numbered, last, stamp where e.seq = numbered.seq`)
-    // Their webhook deliveries commit with their positions: published means queued.
-    await enqueueDeliveries(tx, seqs)
-    return events.length
+      stamp as (select clock_timestamp() as at),
+      published as (
+        update change_events e set position = last.position + numbered.n, published_at = stamp.at
+        from numbered, last, stamp where e.seq = numbered.seq
+        returning e.position, e.type, e.resource_id, e.api_key_id, e.data, e.occurred_at),
+      catalogue as (select ${nextCatalogVersion} from published where type like 'product.%' limit 1),
+      -- Published means queued: the deliveries commit with the positions.
+      queued as (${enqueueDeliveries(sql`published`)})
+      select (select count(*)::int from published) as published, (select count(*) from catalogue) as moved`)
+    const [, [row]] = await Promise.all([locking, publishing])
+    return row!.published
   })
 }
 

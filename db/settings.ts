@@ -73,8 +73,11 @@ export async function resetCatalog (db: Tx): Promise<void> {
   await execute(db, sql`select nextval('catalog_reset_seq'), nextval('catalog_version_seq')`)
 }
 
+/** The catalogue version's next value, as SQL (a statement that moves it among other work). */
+export const nextCatalogVersion = sql`nextval('catalog_version_seq')`
+
 /** Call after a committed catalogue change (stock taken by an order, a price change). */
 export async function bumpCatalogVersion (db: Tx): Promise<string> {
-  const [row] = await execute<{ version: string }>(db, sql`select nextval('catalog_version_seq')::text as version`)
+  const [row] = await execute<{ version: string }>(db, sql`select ${nextCatalogVersion}::text as version`)
   return row!.version
 }

@@ -150,20 +150,20 @@ export async function redeliver (db: Tx, endpointId: string, position: number): 
 
 /**
  * Queues a delivery for each (enabled endpoint, event) among the events just published,
- * in the publisher's transaction: the events its key may see in the feed (the feed's own
- * rule) and its filter names. The key must be usable (active, not expired).
+ * in the publisher's statement: the events its key may see in the feed (the feed's own
+ * rule) and its filter names. The key must be usable (active, not expired). `published` names
+ * the rows (a CTE's) with the change_events columns a delivery copies.
  */
-export async function enqueueDeliveries (tx: Tx, seqs: SQL): Promise<void> {
-  await tx.execute(sql`
+export function enqueueDeliveries (published: SQL): SQL {
+  return sql`
     insert into webhook_deliveries (endpoint_id, position, type, resource_id, data, occurred_at, next_attempt_at)
     select w.id, e.position, e.type, e.resource_id, e.data, e.occurred_at, now()
-    from change_events e
+    from ${published} e
     join webhook_endpoints w on w.status = 'enabled'
       and w.events && array['*', split_part(e.type, '.', 1) || '.*', e.type]
     join api_keys k on k.id = w.api_key_id and k.status = 'active' and (k.expires_at is null or k.expires_at > now())
-    where e.seq in (${seqs})
-      and ${eventVisibility({ event: sql`e`, apiKeyId: sql`w.api_key_id`, products: sql`('products:list' = any(k.scopes))`, orders: sql`('orders:list' = any(k.scopes))` })}
-    on conflict do nothing`)
+    where ${eventVisibility({ event: sql`e`, apiKeyId: sql`w.api_key_id`, products: sql`('products:list' = any(k.scopes))`, orders: sql`('orders:list' = any(k.scopes))` })}
+    on conflict do nothing`
 }
 
 // ---- The workers' part

@@ -6,9 +6,11 @@
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import t from 'tap'
+import { createApiKey } from '../../db/api-keys.ts'
 import { execute, type Tx } from '../../db/client.ts'
 import { declareProductRows, fetchRows, startExport, type DocumentRow } from '../../db/export.ts'
 import { documentsOf, type ProductFilters } from '../../db/products.ts'
+import { insertEndpoint } from '../../db/webhooks.ts'
 import { positionOfEventId } from '../../lib/event-id.ts'
 import { checkCatalog } from '../../lib/catalog-file.ts'
 import type { CatalogProduct } from '../../schemas/catalog-file.ts'
@@ -94,33 +96,35 @@ t.test('a publisher halfway (positions given, not committed) when the snapshot i
   await restock(7)
   await publishChanges(database)
   await restock(8)
-  // The publisher stamps positions, then waits to queue webhook deliveries: an operator's lock holds it there.
+  // The publisher gives the change its position, then queues its webhook delivery. Another
+  // transaction has already written, uncommitted, a delivery with the same endpoint and
+  // position: the publisher's insert waits on it, its position given and not committed.
+  const key = await createApiKey(database.db, { name: 'halfway', scopes: ['products:list'] })
+  const endpoint = await insertEndpoint(database.db, { apiKeyId: key.id, url: 'https://example.com/hook', events: ['*'], description: null, secret: 'whsec_halfway' })
   const locker = postgres(url!, { max: 1, onnotice: () => {} })
   t.teardown(() => locker.end())
-  let unlock!: () => void
-  const locked = new Promise<void>((resolve) => { unlock = resolve })
-  let holding!: () => void
-  const held = new Promise<void>((resolve) => { holding = resolve })
-  const lock = locker.begin(async (tx) => {
-    await tx`lock table webhook_endpoints in access exclusive mode`
-    holding()
-    await locked
-  })
-  await held
+  const holder = await locker.reserve()
+  await holder`begin`
+  await holder`insert into webhook_deliveries (endpoint_id, position, type, resource_id, occurred_at)
+    values (${endpoint.id}, ${await lastPosition() + 1}, 'product.updated', ${product.id}, now())`
+  const [{ pid }] = await holder<[{ pid: number }]>`select pg_backend_pid() as pid`
   const publishing = publishChanges(database)
-  await until('the publisher to wait with its positions given', async () => {
+  await until('the publisher to wait with its position given', async () => {
     const [row] = await execute<{ n: number }>(database.db, sql`select count(*)::int as n from pg_stat_activity
-      where datname = current_database() and wait_event_type = 'Lock' and query like '%webhook_deliveries%'`)
+      where ${pid}::int = any(pg_blocking_pids(pid))`)
     return row!.n === 1 ? true : undefined
   })
   const { position, stock } = await database.snapshot(async (tx) => {
     const start = await startExport(tx, { apiKeyId: reader.apiKeyId, slots: 2 })
     return { position: start.position, stock: await exportedStock(tx) }
   })
-  unlock()
-  await lock
+  await holder`rollback`
+  holder.release()
   t.equal(await publishing, 1, 'the publisher then commits')
   t.equal(stock, 8, 'the export shows the change')
   t.equal(position, await lastPosition() - 1, 'its cursor is the last position committed before it')
   t.same(await eventsAfter(position), [position + 1], 'and the halfway publisher\'s position comes after the cursor')
+  const [queued] = await execute<{ n: number }>(database.db, sql`select count(*)::int as n from webhook_deliveries
+    where endpoint_id = ${endpoint.id}::uuid and position = ${position + 1}`)
+  t.equal(queued!.n, 1, 'its delivery queued once the other transaction rolled back')
 })

@@ -27,11 +27,16 @@ const { key } = await makeKey(app)
 const base = (of: App) => `http://127.0.0.1:${(of.server.address() as { port: number }).port}`
 const open = (of: App, apiKey = key, path = '/external/v1/products/export') => SocketExport.open(`${base(of)}${path}`, authHeaders(apiKey))
 
-/** Backends of this database in a transaction (an export's snapshot), other than the one asking. */
+/**
+ * Backends of this database waiting in an export's transaction (its snapshot): their last
+ * statement opened the export or read its cursor. The app's own short transactions (the
+ * publisher, the webhook worker) may be caught between two statements too; they do not count.
+ */
 async function openTransactions (): Promise<number> {
   if (!usingPostgres) return 0
   const rows = await execute<{ state: string }>(database.db, sql`select state from pg_stat_activity
-    where datname = current_database() and pid <> pg_backend_pid() and state like 'idle in transaction%'`)
+    where datname = current_database() and pid <> pg_backend_pid() and state like 'idle in transaction%'
+      and (query like '%export_rows%' or query like '%idle_in_transaction_session_timeout%')`)
   return rows.length
 }
 
