@@ -376,13 +376,30 @@ const PGLITE_RAW = {
   parsers: Object.fromEntries([1114, 1184, 1186, 1082, 1231, 1115, 1185, 1187, 1182].map((type) => [type, (value: string) => value]))
 }
 
-type DriverClient = { unsafe: (text: string, params: unknown[]) => Promise<unknown[]> } | { query: (text: string, params: unknown[], options: typeof PGLITE_RAW) => Promise<{ rows: unknown[] }> }
+type PostgresClient = { unsafe: (text: string, params: unknown[]) => Promise<unknown[]> & { raw: () => Promise<unknown[]> } }
+type DriverClient = PostgresClient | { query: (text: string, params: unknown[], options: typeof PGLITE_RAW) => Promise<{ rows: unknown[] }> }
+
+/** The driver's client Drizzle holds for `db` (a database or a transaction). */
+const driverClient = (db: Tx) => (db as unknown as { session: { client: DriverClient } }).session.client
 
 /** Runs a statement in `db` (a database or a transaction: the driver's client Drizzle holds for it). */
 export async function runStatement<T> (db: Tx, query: Statement, params: unknown[]): Promise<T[]> {
-  const client = (db as unknown as { session: { client: DriverClient } }).session.client
+  const client = driverClient(db)
   if ('unsafe' in client) return await client.unsafe(query.text, params) as T[]
   return (await client.query(query.text, params, PGLITE_RAW)).rows as T[]
+}
+
+/** A column's value as PostgreSQL sent it (text format), not decoded; null for NULL. */
+export type RawValue = Buffer | null
+
+/**
+ * Runs a statement in `db` on PostgreSQL and answers each row as its columns' bytes, in the
+ * statement's column order, without decoding them: for bytes passed on as they came.
+ */
+export async function runRaw (db: Tx, query: Statement): Promise<RawValue[][]> {
+  const client = driverClient(db)
+  if (!('unsafe' in client)) throw new Error('runRaw: PostgreSQL only')
+  return await client.unsafe(query.text, []).raw() as RawValue[][]
 }
 
 /** A LIKE pattern matching `text` anywhere; its own %, _ and backslash are taken literally. */

@@ -7,7 +7,7 @@
 // server connection; rows are produced as they are fetched, so the database never holds the
 // whole result, and a read-only snapshot takes no lock a writer waits for.
 import { sql, type SQL } from 'drizzle-orm'
-import { execute, type Tx } from './client.ts'
+import { execute, runRaw, statement, type RawValue, type Tx } from './client.ts'
 import { ADVISORY_LOCKS } from './locks.ts'
 import { DOCUMENT_COLUMNS, type DocumentRow } from './products.ts'
 import { whereClause, type ProductFilters } from './product-filters.ts'
@@ -75,4 +75,17 @@ async function declare (tx: Tx, rows: SQL): Promise<void> {
 /** The next `count` rows of the declared cursor; fewer (none) at its end. */
 export async function fetchRows<R> (tx: Tx, count: number): Promise<R[]> {
   return execute<R>(tx, sql`fetch forward ${sql.raw(String(Math.trunc(count)))} from ${CURSOR}`)
+}
+
+/** A products cursor's row (declareProductRows) as PostgreSQL sent it: the document's bytes, not decoded. */
+export interface RawDocumentRow { id: Buffer, body: RawValue, changesAt: RawValue }
+
+/**
+ * The next `count` rows of the declared products cursor, undecoded (PostgreSQL only): an
+ * export passes each stored document on as the bytes it came in.
+ */
+export async function fetchRawDocumentRows (tx: Tx, count: number): Promise<RawDocumentRow[]> {
+  const rows = await runRaw(tx, statement(sql`fetch forward ${sql.raw(String(Math.trunc(count)))} from ${CURSOR}`))
+  // The columns of declareProductRows: the id, then DOCUMENT_COLUMNS (body, etag, changes_at).
+  return rows.map(([id, body, , changesAt]) => ({ id: id!, body: body ?? null, changesAt: changesAt ?? null }))
 }

@@ -19,7 +19,7 @@ export class SinkClosedError extends Error {
 
 export interface TextSink {
   /** Resolves once more may be sent; rejects with SinkClosedError when the reader is gone. */
-  send: (text: string) => Promise<void>
+  send: (chunk: string | Buffer) => Promise<void>
 }
 
 export class Outlet extends Readable implements TextSink {
@@ -34,9 +34,9 @@ export class Outlet extends Readable implements TextSink {
     this.#resume()
   }
 
-  async send (text: string): Promise<void> {
+  async send (chunk: string | Buffer): Promise<void> {
     if (this.destroyed) throw new SinkClosedError()
-    if (this.push(text)) return
+    if (this.push(chunk)) return
     await new Promise<void>((resolve) => { this.#wake = resolve })
     if (this.destroyed) throw new SinkClosedError()
   }
@@ -70,9 +70,10 @@ export class FileSpool implements TextSink {
     }
   }
 
-  async send (text: string): Promise<void> {
+  async send (chunk: string | Buffer): Promise<void> {
     if (this.#handle === null) throw new SinkClosedError()
-    await this.#handle.write(text)
+    if (typeof chunk === 'string') await this.#handle.write(chunk)
+    else await this.#handle.write(chunk)
   }
 
   /** Everything sent, from its start, as a stream that closes the file when it ends or is destroyed. */

@@ -18,7 +18,7 @@
 // temporary file and sent from it.
 import type { Readable } from 'node:stream'
 import type { Database, Tx } from '../db/client.ts'
-import { declareOrderRows, declareProductRows, fetchRows, startExport, type DocumentRow, type OrderWithItemsRow } from '../db/export.ts'
+import { declareOrderRows, declareProductRows, fetchRawDocumentRows, fetchRows, startExport, type DocumentRow, type OrderWithItemsRow, type RawDocumentRow } from '../db/export.ts'
 import { toOrder, type OrderFilters } from '../db/orders.ts'
 import { documentsOf, type ProductFilters } from '../db/products.ts'
 import { apiError } from '../errors.ts'
@@ -32,8 +32,9 @@ export const EXPORTS_PER_KEY = 2
 export const EXPORT_RETRY_AFTER_SECONDS = 10
 /** Rows a FETCH reads: a few hundred kilobytes of documents. */
 const BATCH_ROWS = 500
-/** Lines are sent in pieces of about this many characters (what the stream buffers ahead). */
-const CHUNK_CHARS = 64 * 1024
+/** Lines are sent in pieces of about this many bytes (what the stream buffers ahead). */
+const CHUNK_BYTES = 64 * 1024
+const NEWLINE = Buffer.from('\n')
 
 export interface ExportSettings {
   /** Longest the start (the snapshot and the first rows) may take before 503 service_unavailable. */
@@ -60,8 +61,50 @@ export function exportEndLine (count: number, changesCursor: string): string {
 interface RowSource<R> {
   /** Declares the transaction's cursor over the rows, in the list's order. */
   declare: (tx: Tx) => Promise<void>
-  /** The rows' lines (without their newline), as GET answers them at `now`. */
-  lines: (tx: Tx, rows: R[], now: Date) => Promise<string[]>
+  /** The next `count` rows of the cursor (fewer, none, at its end). */
+  fetch: (tx: Tx, count: number) => Promise<R[]>
+  /** The rows' lines (without their newline), as GET answers them at `now`: text, or its UTF-8 bytes. */
+  lines: (tx: Tx, rows: R[], now: Date) => Promise<Array<string | Buffer>>
+}
+
+/**
+ * Lines gathered into one piece to send. Text is appended as text; bytes (documents passed on
+ * as PostgreSQL sent them) are kept as they are and joined once, when the piece is taken.
+ */
+class Piece {
+  #parts: Buffer[] = []
+  #text = ''
+  size = 0
+
+  add (line: string | Buffer): void {
+    if (typeof line === 'string') {
+      this.#text += `${line}\n`
+    } else {
+      this.#flushText()
+      this.#parts.push(line, NEWLINE)
+    }
+    this.size += line.length + 1
+  }
+
+  /** What was gathered, then `last` (text), and a new piece begins. */
+  take (last = ''): string | Buffer {
+    this.#text += last
+    let piece: string | Buffer = this.#text
+    if (this.#parts.length > 0) {
+      this.#flushText()
+      piece = Buffer.concat(this.#parts)
+    }
+    this.#parts = []
+    this.#text = ''
+    this.size = 0
+    return piece
+  }
+
+  #flushText (): void {
+    if (this.#text === '') return
+    this.#parts.push(Buffer.from(this.#text))
+    this.#text = ''
+  }
 }
 
 /** `fn`, called at most once. */
@@ -93,18 +136,28 @@ export class Exporter {
     this.#settings = settings
   }
 
-  /** The products `filters` select, each line a stored document (rendered again when its price has changed since). */
+  /**
+   * The products `filters` select, each line a stored document (rendered again when its price
+   * has changed since). On PostgreSQL a stored document is sent as the bytes it was read in,
+   * never decoded into text and encoded again.
+   */
   products (apiKeyId: string, filters: ProductFilters): Promise<StartedExport> {
-    return this.#start<DocumentRow>(apiKeyId, {
-      declare: (tx) => declareProductRows(tx, filters),
-      lines: async (tx, rows, now) => (await documentsOf(tx, rows, now)).map((d) => d.body)
-    })
+    const declare = (tx: Tx) => declareProductRows(tx, filters)
+    if (this.#database.kind === 'pglite') {
+      return this.#start<DocumentRow>(apiKeyId, {
+        declare,
+        fetch: fetchRows,
+        lines: async (tx, rows, now) => (await documentsOf(tx, rows, now)).map((d) => d.body)
+      })
+    }
+    return this.#start<RawDocumentRow>(apiKeyId, { declare, fetch: fetchRawDocumentRows, lines: storedOrRendered })
   }
 
   /** The key's orders `filters` select, with their items; `serialize` is GET order's own serializer. */
   orders (apiKeyId: string, filters: OrderFilters, serialize: (order: Order) => string): Promise<StartedExport> {
     return this.#start<OrderWithItemsRow>(apiKeyId, {
       declare: (tx) => declareOrderRows(tx, apiKeyId, filters),
+      fetch: fetchRows,
       lines: async (_tx, rows) => rows.map((row) => serialize(toOrder(row)))
     })
   }
@@ -163,7 +216,7 @@ export class Exporter {
   }
 
   /** #read, within the instance's concurrency: an export holds a database connection until its snapshot is read. */
-  async #produce<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string }> {
+  async #produce<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string | Buffer }> {
     if (this.#reading >= this.#settings.concurrency) {
       throw apiError('service_unavailable', 'This instance is running its most exports at once; retry shortly', {
         headers: { 'retry-after': String(EXPORT_BUSY_RETRY_AFTER_SECONDS) }
@@ -184,7 +237,7 @@ export class Exporter {
    * `opened` is called once the first rows are read (what comes before is the part that may
    * still answer an error).
    */
-  async #read<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string }> {
+  async #read<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string | Buffer }> {
     return this.#database.snapshot(async (tx) => {
       const now = new Date()
       // The key's slots: advisory locks of this transaction, seen by every instance (on
@@ -194,8 +247,8 @@ export class Exporter {
       const changesCursor = eventIdOf(start.position)
       await source.declare(tx)
       let count = 0
-      let pending = ''
-      let next = fetchRows<R>(tx, BATCH_ROWS)
+      const pending = new Piece()
+      let next = source.fetch(tx, BATCH_ROWS)
       for (let first = true; ; first = false) {
         const rows = await next
         if (first) opened(changesCursor)
@@ -203,20 +256,30 @@ export class Exporter {
         // fails, the transaction rolls back and that read fails with it: nobody awaits it then.
         const more = rows.length === BATCH_ROWS
         if (more) {
-          next = fetchRows<R>(tx, BATCH_ROWS)
+          next = source.fetch(tx, BATCH_ROWS)
           next.catch(() => {})
         }
         for (const line of await source.lines(tx, rows, now)) {
-          pending += `${line}\n`
+          pending.add(line)
           count++
-          if (pending.length >= CHUNK_CHARS) {
-            await sink.send(pending)
-            pending = ''
-          }
+          if (pending.size >= CHUNK_BYTES) await sink.send(pending.take())
         }
         if (!more) break
       }
-      return { changesCursor, tail: pending + exportEndLine(count, changesCursor) }
+      return { changesCursor, tail: pending.take(exportEndLine(count, changesCursor)) }
     })
   }
+}
+
+/**
+ * The lines of raw product rows: each stored document as it came, but one whose price has
+ * changed since it was written (or that is missing), which is rendered now, as GET does.
+ */
+async function storedOrRendered (tx: Tx, rows: RawDocumentRow[], now: Date): Promise<Array<string | Buffer>> {
+  const at = now.getTime()
+  const stale = rows.filter((r) => r.body === null || (r.changesAt !== null && Number(r.changesAt.toString('latin1')) <= at))
+  if (stale.length === 0) return rows.map((r) => r.body!)
+  // A row without its document is rendered from the product's rows (documentsOf's rule).
+  const rendered = new Map((await documentsOf(tx, stale.map((r) => ({ id: r.id.toString('latin1'), body: null, etag: null, changes_at: null })), now)).map((d) => [d.id, d.body]))
+  return rows.map((r) => rendered.get(r.id.toString('latin1')) ?? r.body!)
 }
