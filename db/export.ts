@@ -72,9 +72,11 @@ async function declare (tx: Tx, rows: SQL): Promise<void> {
   await tx.execute(sql`declare ${CURSOR} no scroll cursor for ${rows}`)
 }
 
+const fetchForward = (count: number) => sql`fetch forward ${sql.raw(String(Math.trunc(count)))} from ${CURSOR}`
+
 /** The next `count` rows of the declared cursor; fewer (none) at its end. */
 export async function fetchRows<R> (tx: Tx, count: number): Promise<R[]> {
-  return execute<R>(tx, sql`fetch forward ${sql.raw(String(Math.trunc(count)))} from ${CURSOR}`)
+  return execute<R>(tx, fetchForward(count))
 }
 
 /** A products cursor's row (declareProductRows) as PostgreSQL sent it: the document's bytes, not decoded. */
@@ -85,7 +87,7 @@ export interface RawDocumentRow { id: Buffer, body: RawValue, changesAt: RawValu
  * export passes each stored document on as the bytes it came in.
  */
 export async function fetchRawDocumentRows (tx: Tx, count: number): Promise<RawDocumentRow[]> {
-  const rows = await runRaw(tx, statement(sql`fetch forward ${sql.raw(String(Math.trunc(count)))} from ${CURSOR}`))
+  const rows = await runRaw(tx, statement(fetchForward(count)))
   // The columns of declareProductRows: the id, then DOCUMENT_COLUMNS (body, etag, changes_at).
   return rows.map(([id, body, , changesAt]) => ({ id: id!, body: body ?? null, changesAt: changesAt ?? null }))
 }
