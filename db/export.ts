@@ -7,14 +7,13 @@
 // server connection; rows are produced as they are fetched, so the database never holds the
 // whole result, and a read-only snapshot takes no lock a writer waits for.
 import { sql, type SQL } from 'drizzle-orm'
-import { execute, runRaw, statement, type RawValue, type Tx } from './client.ts'
+import { execute, runRaw, statement, type Tx } from './client.ts'
 import { ADVISORY_LOCKS } from './locks.ts'
-import { DOCUMENT_COLUMNS, type DocumentRow } from './products.ts'
 import { whereClause, type ProductFilters } from './product-filters.ts'
 import { selectOrdersWithItems, type OrderFilters, type OrderWithItemsRow } from './orders.ts'
 import { searchMatches } from './search.ts'
 
-export type { DocumentRow, OrderWithItemsRow }
+export type { OrderWithItemsRow }
 
 const CURSOR = sql.raw('export_rows')
 
@@ -52,13 +51,24 @@ export async function startExport (tx: Tx, options: { apiKeyId: string, slots: n
   return { slot: row!.slot, position: Number(row!.position) }
 }
 
-/** Declares the cursor over the products `filters` select, in the list's order, with their stored documents (rows for documentsOf). */
-export async function declareProductRows (tx: Tx, filters: ProductFilters): Promise<void> {
+/**
+ * A products cursor's row: the stored document, passed on as it is, or (`renderId`) the id of a
+ * product whose document must be rendered at the export's time instead: one whose price has
+ * changed since it was written, or that has none yet (the rule documentsOf applies to reads).
+ */
+export interface ProductExportRow { body: string | Buffer | null, renderId: string | null }
+
+/**
+ * Declares the cursor over the products `filters` select, in the list's order: each row its
+ * stored document and, for one that is stale at `now`, the product's id to render it by.
+ */
+export async function declareProductRows (tx: Tx, filters: ProductFilters, now: Date): Promise<void> {
   const { query, ...others } = filters
+  const columns = sql`d.body, case when d.body is null or d.price_changes_at <= ${now.toISOString()}::timestamptz then p.id end as render_id`
   const rows = query
-    ? sql`select p.id, ${DOCUMENT_COLUMNS} from (${searchMatches(query, others)}) m join products p on p.id = m.id
+    ? sql`select ${columns} from (${searchMatches(query, others)}) m join products p on p.id = m.id
           left join product_documents d on d.product_id = p.id order by m.sort_name, m.id`
-    : sql`select p.id, ${DOCUMENT_COLUMNS} from products p left join product_documents d on d.product_id = p.id
+    : sql`select ${columns} from products p left join product_documents d on d.product_id = p.id
           where ${whereClause(others) ?? sql`true`} order by lower(p.name), p.id`
   await declare(tx, rows)
 }
@@ -79,15 +89,17 @@ export async function fetchRows<R> (tx: Tx, count: number): Promise<R[]> {
   return execute<R>(tx, fetchForward(count))
 }
 
-/** A products cursor's row (declareProductRows) as PostgreSQL sent it: the document's bytes, not decoded. */
-export interface RawDocumentRow { id: Buffer, body: RawValue, changesAt: RawValue }
+/** The next `count` rows of the declared products cursor, decoded. */
+export async function fetchProductRows (tx: Tx, count: number): Promise<ProductExportRow[]> {
+  const rows = await fetchRows<{ body: string | null, render_id: string | null }>(tx, count)
+  return rows.map((r) => ({ body: r.body, renderId: r.render_id }))
+}
 
 /**
- * The next `count` rows of the declared products cursor, undecoded (PostgreSQL only): an
- * export passes each stored document on as the bytes it came in.
+ * The next `count` rows of the declared products cursor with each document left as the bytes
+ * PostgreSQL sent (PostgreSQL only): an export passes it on without decoding it into text.
  */
-export async function fetchRawDocumentRows (tx: Tx, count: number): Promise<RawDocumentRow[]> {
+export async function fetchRawProductRows (tx: Tx, count: number): Promise<ProductExportRow[]> {
   const rows = await runRaw(tx, statement(fetchForward(count)))
-  // The columns of declareProductRows: the id, then DOCUMENT_COLUMNS (body, etag, changes_at).
-  return rows.map(([id, body, , changesAt]) => ({ id: id!, body: body ?? null, changesAt: changesAt ?? null }))
+  return rows.map(([body, renderId]) => ({ body: body ?? null, renderId: renderId == null ? null : renderId.toString('latin1') }))
 }

@@ -18,9 +18,9 @@
 // temporary file and sent from it.
 import type { Readable } from 'node:stream'
 import type { Database, Tx } from '../db/client.ts'
-import { declareOrderRows, declareProductRows, fetchRawDocumentRows, fetchRows, startExport, type DocumentRow, type OrderWithItemsRow, type RawDocumentRow } from '../db/export.ts'
+import { declareOrderRows, declareProductRows, fetchProductRows, fetchRawProductRows, fetchRows, startExport, type OrderWithItemsRow, type ProductExportRow } from '../db/export.ts'
 import { toOrder, type OrderFilters } from '../db/orders.ts'
-import { documentsOf, type ProductFilters } from '../db/products.ts'
+import { renderDocuments, type ProductFilters } from '../db/products.ts'
 import { apiError } from '../errors.ts'
 import { eventIdOf } from '../lib/event-id.ts'
 import { FileSpool, Outlet, SinkClosedError, type TextSink } from '../lib/outlet.ts'
@@ -59,8 +59,8 @@ export function exportEndLine (count: number, changesCursor: string): string {
 }
 
 interface RowSource<R> {
-  /** Declares the transaction's cursor over the rows, in the list's order. */
-  declare: (tx: Tx) => Promise<void>
+  /** Declares the transaction's cursor over the rows, in the list's order, as GET answers them at `now`. */
+  declare: (tx: Tx, now: Date) => Promise<void>
   /** The next `count` rows of the cursor (fewer, none, at its end). */
   fetch: (tx: Tx, count: number) => Promise<R[]>
   /** The rows' lines (without their newline), as GET answers them at `now`: text, or its UTF-8 bytes. */
@@ -142,15 +142,11 @@ export class Exporter {
    * never decoded into text and encoded again.
    */
   products (apiKeyId: string, filters: ProductFilters): Promise<StartedExport> {
-    const declare = (tx: Tx) => declareProductRows(tx, filters)
-    if (this.#database.kind === 'pglite') {
-      return this.#start<DocumentRow>(apiKeyId, {
-        declare,
-        fetch: fetchRows,
-        lines: async (tx, rows, now) => (await documentsOf(tx, rows, now)).map((d) => d.body)
-      })
-    }
-    return this.#start<RawDocumentRow>(apiKeyId, { declare, fetch: fetchRawDocumentRows, lines: storedOrRendered })
+    return this.#start<ProductExportRow>(apiKeyId, {
+      declare: (tx, now) => declareProductRows(tx, filters, now),
+      fetch: this.#database.kind === 'pglite' ? fetchProductRows : fetchRawProductRows,
+      lines: storedOrRendered
+    })
   }
 
   /** The key's orders `filters` select, with their items; `serialize` is GET order's own serializer. */
@@ -245,7 +241,7 @@ export class Exporter {
       const start = await startExport(tx, { apiKeyId, slots: this.#database.kind === 'pglite' ? null : EXPORTS_PER_KEY })
       if (!start.slot) throw tooManyExports()
       const changesCursor = eventIdOf(start.position)
-      await source.declare(tx)
+      await source.declare(tx, now)
       let count = 0
       const pending = new Piece()
       let next = source.fetch(tx, BATCH_ROWS)
@@ -271,15 +267,10 @@ export class Exporter {
   }
 }
 
-/**
- * The lines of raw product rows: each stored document as it came, but one whose price has
- * changed since it was written (or that is missing), which is rendered now, as GET does.
- */
-async function storedOrRendered (tx: Tx, rows: RawDocumentRow[], now: Date): Promise<Array<string | Buffer>> {
-  const at = now.getTime()
-  const stale = rows.filter((r) => r.body === null || (r.changesAt !== null && Number(r.changesAt.toString('latin1')) <= at))
-  if (stale.length === 0) return rows.map((r) => r.body!)
-  // A row without its document is rendered from the product's rows (documentsOf's rule).
-  const rendered = new Map((await documentsOf(tx, stale.map((r) => ({ id: r.id.toString('latin1'), body: null, etag: null, changes_at: null })), now)).map((d) => [d.id, d.body]))
-  return rows.map((r) => rendered.get(r.id.toString('latin1')) ?? r.body!)
+/** The lines of product rows: each stored document as it came, but those the rows say to render now, as GET does. */
+async function storedOrRendered (tx: Tx, rows: ProductExportRow[], now: Date): Promise<Array<string | Buffer>> {
+  const ids = rows.flatMap((r) => r.renderId === null ? [] : [r.renderId])
+  if (ids.length === 0) return rows.map((r) => r.body!)
+  const rendered = new Map((await renderDocuments(tx, ids, now)).map((d) => [d.id, d.body]))
+  return rows.map((r) => r.renderId === null ? r.body! : rendered.get(r.renderId)!)
 }

@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import t from 'tap'
 import { execute } from '../../db/client.ts'
-import { declareProductRows, fetchRows, startExport, type DocumentRow } from '../../db/export.ts'
+import { declareProductRows, fetchProductRows, startExport } from '../../db/export.ts'
 import { SCOPES, type Scope } from '../../lib/api-key-secret.ts'
 import { publishChanges } from '../../services/changes.ts'
 import { parseExport, seedPlainProducts, SocketExport } from '../export.ts'
@@ -68,9 +68,9 @@ if (topology !== null) {
       // Another server connection commits the change and publishes its event meanwhile.
       await importProducts(b, [{ ...mug, price: 8 }])
       await publishChanges(secondDatabase)
-      await declareProductRows(tx, { sku: mug.sku! })
-      const [row] = await fetchRows<DocumentRow>(tx, 10)
-      return { position: start.position, price: (JSON.parse(row!.body!) as { price: number }).price }
+      await declareProductRows(tx, { sku: mug.sku! }, new Date())
+      const [row] = await fetchProductRows(tx, 10)
+      return { position: start.position, price: (JSON.parse(row!.body as string) as { price: number }).price }
     })
     t.equal(price, 7, 'the rows are as of the snapshot')
     const [event] = await execute<{ position: string }>(database.db, sql`select max(position)::text as position from change_events where resource_id = ${mug.id}`)
