@@ -9,6 +9,7 @@
 import { sql, type SQL } from 'drizzle-orm'
 import { execute, runRaw, statement, type Tx } from './client.ts'
 import { ADVISORY_LOCKS } from './locks.ts'
+import { mustRender } from './products.ts'
 import { whereClause, type ProductFilters } from './product-filters.ts'
 import { selectOrdersWithItems, type OrderFilters, type OrderWithItemsRow } from './orders.ts'
 import { searchMatches } from './search.ts'
@@ -54,7 +55,7 @@ export async function startExport (tx: Tx, options: { apiKeyId: string, slots: n
 /**
  * A products cursor's row: the stored document, passed on as it is, or (`renderId`) the id of a
  * product whose document must be rendered at the export's time instead: one whose price has
- * changed since it was written, or that has none yet (the rule documentsOf applies to reads).
+ * changed since it was written, or that has none yet (mustRender, documentsOf's rule).
  */
 export interface ProductExportRow { body: string | Buffer | null, renderId: string | null }
 
@@ -64,7 +65,7 @@ export interface ProductExportRow { body: string | Buffer | null, renderId: stri
  */
 export async function declareProductRows (tx: Tx, filters: ProductFilters, now: Date): Promise<void> {
   const { query, ...others } = filters
-  const columns = sql`d.body, case when d.body is null or d.price_changes_at <= ${now.toISOString()}::timestamptz then p.id end as render_id`
+  const columns = sql`d.body, case when ${mustRender(now)} then p.id end as render_id`
   const rows = query
     ? sql`select ${columns} from (${searchMatches(query, others)}) m join products p on p.id = m.id
           left join product_documents d on d.product_id = p.id order by m.sort_name, m.id`

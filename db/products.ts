@@ -238,7 +238,8 @@ export interface DocumentRow { id: string, body: string | null, etag: string | n
  * The documents of rows read beside them, in their order. One whose price has changed since
  * it was written (a discount started or ended and the sweep has not rewritten it yet), or
  * that is missing (written before the read model), is rendered now from the rows of the same
- * database, so a replica answers exactly too without writing anything.
+ * database, so a replica answers exactly too without writing anything. (mustRender states
+ * the same rule in SQL.)
  */
 export async function documentsOf (db: Tx, rows: DocumentRow[], now: Date): Promise<ProductDocument[]> {
   const stale = rows.filter((r) => r.body === null || (r.changes_at !== null && r.changes_at <= now.getTime())).map((r) => r.id)
@@ -249,6 +250,14 @@ export async function documentsOf (db: Tx, rows: DocumentRow[], now: Date): Prom
     if (r.body === null || stale.includes(r.id)) return []
     return [{ id: r.id, body: r.body, etag: r.etag!, priceChangesAt: r.changes_at === null ? null : new Date(r.changes_at) }]
   })
+}
+
+/**
+ * documentsOf's rule as a condition on a row of products `p` left-joined to its document `d`:
+ * the document must be rendered at `now` (for a statement that decides it where the rows are).
+ */
+export function mustRender (now: Date): SQL {
+  return sql`(d.body is null or d.price_changes_at <= ${now.toISOString()}::timestamptz)`
 }
 
 const READ_DOCUMENTS = statement(sql`select d.product_id as id, ${DOCUMENT_COLUMNS} from product_documents d where d.product_id = any($1::uuid[])`)
