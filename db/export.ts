@@ -11,10 +11,8 @@ import { execute, runRaw, statement, type Tx } from './client.ts'
 import { ADVISORY_LOCKS } from './locks.ts'
 import { mustRender } from './products.ts'
 import { whereClause, type ProductFilters } from './product-filters.ts'
-import { selectOrdersWithItems, type OrderFilters, type OrderWithItemsRow } from './orders.ts'
+import { selectOrderDocuments, type OrderFilters } from './orders.ts'
 import { searchMatches } from './search.ts'
-
-export type { OrderWithItemsRow }
 
 const CURSOR = sql.raw('export_rows')
 
@@ -53,11 +51,11 @@ export async function startExport (tx: Tx, options: { apiKeyId: string, slots: n
 }
 
 /**
- * A products cursor's row: the stored document, passed on as it is, or (`renderId`) the id of a
- * product whose document must be rendered at the export's time instead: one whose price has
- * changed since it was written, or that has none yet (mustRender, documentsOf's rule).
+ * A row of an export's cursor: the line as it is stored or built by the statement, passed on
+ * as it is, or (`renderId`) the id of a record the app must render instead (a product whose
+ * document is stale at the export's time, an order whose bytes the statement cannot promise).
  */
-export interface ProductExportRow { body: string | Buffer | null, renderId: string | null }
+export interface ExportRow { body: string | Buffer | null, renderId: string | null }
 
 /**
  * Declares the cursor over the products `filters` select, in the list's order: each row its
@@ -74,9 +72,9 @@ export async function declareProductRows (tx: Tx, filters: ProductFilters, now: 
   await declare(tx, rows)
 }
 
-/** Declares the cursor over the key's orders `filters` select, newest first, with their items (rows for toOrder). */
+/** Declares the cursor over the key's orders `filters` select, newest first: each row GET order's body, or the id to render it by. */
 export async function declareOrderRows (tx: Tx, apiKeyId: string, filters: OrderFilters): Promise<void> {
-  await declare(tx, selectOrdersWithItems(apiKeyId, filters))
+  await declare(tx, selectOrderDocuments(apiKeyId, filters))
 }
 
 async function declare (tx: Tx, rows: SQL): Promise<void> {
@@ -85,22 +83,17 @@ async function declare (tx: Tx, rows: SQL): Promise<void> {
 
 const fetchForward = (count: number) => sql`fetch forward ${sql.raw(String(Math.trunc(count)))} from ${CURSOR}`
 
-/** The next `count` rows of the declared cursor; fewer (none) at its end. */
-export async function fetchRows<R> (tx: Tx, count: number): Promise<R[]> {
-  return execute<R>(tx, fetchForward(count))
-}
-
-/** The next `count` rows of the declared products cursor, decoded. */
-export async function fetchProductRows (tx: Tx, count: number): Promise<ProductExportRow[]> {
-  const rows = await fetchRows<{ body: string | null, render_id: string | null }>(tx, count)
+/** The next `count` rows of the declared cursor (fewer, none, at its end), decoded. */
+export async function fetchRows (tx: Tx, count: number): Promise<ExportRow[]> {
+  const rows = await execute<{ body: string | null, render_id: string | null }>(tx, fetchForward(count))
   return rows.map((r) => ({ body: r.body, renderId: r.render_id }))
 }
 
 /**
- * The next `count` rows of the declared products cursor with each document left as the bytes
- * PostgreSQL sent (PostgreSQL only): an export passes it on without decoding it into text.
+ * The next `count` rows of the declared cursor with each line left as the bytes PostgreSQL
+ * sent (PostgreSQL only): an export passes it on without decoding it into text.
  */
-export async function fetchRawProductRows (tx: Tx, count: number): Promise<ProductExportRow[]> {
+export async function fetchRawRows (tx: Tx, count: number): Promise<ExportRow[]> {
   const rows = await runRaw(tx, statement(fetchForward(count)))
   return rows.map(([body, renderId]) => ({ body: body ?? null, renderId: renderId == null ? null : renderId.toString('latin1') }))
 }

@@ -265,14 +265,57 @@ export function toOrder (row: OrderWithItemsRow): Order {
   }
 }
 
+// An order's document as GET order answers it, built by PostgreSQL for an export to pass on:
+// the schema's fields in its order, strings escaped as JSON.stringify escapes them (PostgreSQL's
+// JSON escaping is the same for any text it can hold), amounts as JavaScript prints cents ÷ 100
+// (trim_scale: 12.50 → 12.5), instants as toISOString prints them (milliseconds, truncated as
+// Date truncates). The route's test compares every line with GET order.
+const ISO_INSTANT = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+const COORDINATES: readonly string[] = ['latitude', 'longitude']
+const addressFieldPrints = (f: string) => f === 'phone'
+  ? 'coalesce(jsonb_typeof(o.address->\'phone\'), \'null\') = \'string\''
+  : COORDINATES.includes(f)
+    ? `(case when jsonb_typeof(o.address->'${f}') = 'number' then abs((o.address->>'${f}')::numeric) >= 0.000001 or (o.address->>'${f}')::numeric = 0
+        else coalesce(jsonb_typeof(o.address->'${f}'), 'null') = 'null' end)`
+    : `coalesce(jsonb_typeof(o.address->'${f}'), 'null') in ('string', 'null')`
+// The stored address as the API stores it, so that its JSON prints as the app prints it: text
+// fields strings or absent, a phone, coordinates numbers or absent and, when not 0, at least
+// 1e-6 across (JavaScript prints a smaller one with an exponent, PostgreSQL in full).
+const ADDRESS_PRINTS_AS_STORED = `coalesce(o.address is null or (jsonb_typeof(o.address) = 'object' and ${ADDRESS_FIELDS.map(addressFieldPrints).join(' and ')}), false)`
+const addressField = (f: string) => `coalesce((o.address->'${f}')::text, 'null')`
+const ORDER_DOCUMENT = `'{"id":"' || o.id::text || '","orderNumber":"' || case when o.mode = 'test' then 'T' else '' end || o.order_number::text
+      || '","mode":' || to_json(o.mode)::text || ',"status":' || to_json(o.status)::text
+      || ',"total":' || trim_scale(o.total)::text || ',"deliveryFee":' || trim_scale(o.delivery_fee)::text
+      || ',"finalTotal":' || trim_scale(o.final_total)::text || ',"productsCount":' || o.products_count::text
+      || ',"date":"' || ${ISO_INSTANT('o.created_at')} || '","customerName":' || to_json(o.customer_name)::text
+      || ',"customerPhone":' || coalesce(to_json(o.customer_phone)::text, 'null') || ',"note":' || coalesce(to_json(o.note)::text, 'null')
+      || ',"address":' || case when o.address is null then 'null' else '{'
+        || ${ADDRESS_FIELDS.map((f, i) => `'${i === 0 ? '' : ','}"${f}":' || ${addressField(f)}`).join(' || ')} || '}' end
+      || ',"updatedAt":"' || ${ISO_INSTANT('o.updated_at')} || '","items":' || coalesce((select '[' || string_agg('{"productId":"' || i.product_id::text
+        || '","combinationId":' || coalesce('"' || i.combination_id::text || '"', 'null') || ',"name":' || to_json(i.name)::text
+        || ',"quantity":' || i.quantity::text || ',"singlePrice":' || trim_scale(i.single_price)::text
+        || ',"totalPrice":' || trim_scale(i.total_price)::text || '}', ',' order by i.line) || ']'
+        from order_items i where i.order_id = o.id), '[]') || '}'`
+
 /**
- * The key's orders its list's filters select, each with its items, in the list's order
- * (newest first, then id): rows for toOrder. The subquery is pulled up by the planner, so the
- * list's index serves the order.
+ * The key's orders its list's filters select, in the list's order (newest first, then id):
+ * each row its document as GET order answers it (`body`) or, where the statement cannot promise
+ * the app's exact bytes (ADDRESS_PRINTS_AS_STORED), the order's id for the app to render it
+ * (`render_id`, then readOrdersForKey). The subquery is pulled up by the planner, so the list's
+ * index serves the order.
  */
-export function selectOrdersWithItems (apiKeyId: string, filters: OrderFilters): SQL {
-  return sql`select ${ORDER_COLUMNS}, ${ORDER_ITEMS} from (select * from orders where ${orderListConditions(apiKeyId, filters)}) o
+export function selectOrderDocuments (apiKeyId: string, filters: OrderFilters): SQL {
+  return sql`select case when ${sql.raw(ADDRESS_PRINTS_AS_STORED)} then ${sql.raw(ORDER_DOCUMENT)} end as body,
+      case when not ${sql.raw(ADDRESS_PRINTS_AS_STORED)} then o.id end as render_id
+    from (select * from orders where ${orderListConditions(apiKeyId, filters)}) o
     order by o.created_at desc, o.id desc`
+}
+
+/** The key's orders with these ids (GUIDs, lower case), with their items; another key's are not among them. */
+export async function readOrdersForKey (db: Tx, apiKeyId: string, ids: readonly string[]): Promise<Order[]> {
+  const rows = await execute<OrderWithItemsRow>(db, sql`select ${ORDER_COLUMNS}, ${ORDER_ITEMS} from orders o
+    where o.id = any(${`{${ids.join(',')}}`}::uuid[]) and o.api_key_id = ${apiKeyId}::uuid`)
+  return rows.map(toOrder)
 }
 
 /** An order without items, by id, whoever created it (for replays stored in an older shape). */

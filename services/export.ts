@@ -18,8 +18,8 @@
 // temporary file and sent from it.
 import type { Readable } from 'node:stream'
 import type { Database, Tx } from '../db/client.ts'
-import { declareOrderRows, declareProductRows, fetchProductRows, fetchRawProductRows, fetchRows, startExport, type OrderWithItemsRow, type ProductExportRow } from '../db/export.ts'
-import { toOrder, type OrderFilters } from '../db/orders.ts'
+import { declareOrderRows, declareProductRows, fetchRawRows, fetchRows, startExport, type ExportRow } from '../db/export.ts'
+import { readOrdersForKey, type OrderFilters } from '../db/orders.ts'
 import { renderDocuments, type ProductFilters } from '../db/products.ts'
 import { apiError } from '../errors.ts'
 import { eventIdOf } from '../lib/event-id.ts'
@@ -58,13 +58,11 @@ export function exportEndLine (count: number, changesCursor: string): string {
   return `${JSON.stringify({ exportEnd: { count, changesCursor } })}\n`
 }
 
-interface RowSource<R> {
-  /** Declares the transaction's cursor over the rows, in the list's order, as GET answers them at `now`. */
+interface RowSource {
+  /** Declares the transaction's cursor over the rows (ExportRow), in the list's order, as GET answers them at `now`. */
   declare: (tx: Tx, now: Date) => Promise<void>
-  /** The next `count` rows of the cursor (fewer, none, at its end). */
-  fetch: (tx: Tx, count: number) => Promise<R[]>
-  /** The rows' lines (without their newline), as GET answers them at `now`: text, or its UTF-8 bytes. */
-  lines: (tx: Tx, rows: R[], now: Date) => Promise<Array<string | Buffer>>
+  /** The lines of the records the rows name by id (`renderId`), as GET answers them at `now`, by id. */
+  render: (tx: Tx, ids: string[], now: Date) => Promise<Map<string, string>>
 }
 
 /**
@@ -138,27 +136,28 @@ export class Exporter {
 
   /**
    * The products `filters` select, each line a stored document (rendered again when its price
-   * has changed since). On PostgreSQL a stored document is sent as the bytes it was read in,
-   * never decoded into text and encoded again.
+   * has changed since).
    */
   products (apiKeyId: string, filters: ProductFilters): Promise<StartedExport> {
-    return this.#start<ProductExportRow>(apiKeyId, {
+    return this.#start(apiKeyId, {
       declare: (tx, now) => declareProductRows(tx, filters, now),
-      fetch: this.#database.kind === 'pglite' ? fetchProductRows : fetchRawProductRows,
-      lines: storedOrRendered
+      render: async (tx, ids, now) => new Map((await renderDocuments(tx, ids, now)).map((d) => [d.id, d.body]))
     })
   }
 
-  /** The key's orders `filters` select, with their items; `serialize` is GET order's own serializer. */
+  /**
+   * The key's orders `filters` select, each line GET order's body with its items: built by the
+   * statement, or, for an order it cannot promise the bytes of, by `serialize` (GET order's own
+   * serializer).
+   */
   orders (apiKeyId: string, filters: OrderFilters, serialize: (order: Order) => string): Promise<StartedExport> {
-    return this.#start<OrderWithItemsRow>(apiKeyId, {
+    return this.#start(apiKeyId, {
       declare: (tx) => declareOrderRows(tx, apiKeyId, filters),
-      fetch: fetchRows,
-      lines: async (_tx, rows) => rows.map((row) => serialize(toOrder(row)))
+      render: async (tx, ids) => new Map((await readOrdersForKey(tx, apiKeyId, ids)).map((order) => [order.id, serialize(order)]))
     })
   }
 
-  async #start<R> (apiKeyId: string, source: RowSource<R>): Promise<StartedExport> {
+  async #start (apiKeyId: string, source: RowSource): Promise<StartedExport> {
     if (this.#database.kind === 'pglite') return this.#spooled(apiKeyId, source)
     const outlet = new Outlet()
     let opened = false
@@ -185,7 +184,7 @@ export class Exporter {
     })
   }
 
-  async #spooled<R> (apiKeyId: string, source: RowSource<R>): Promise<StartedExport> {
+  async #spooled (apiKeyId: string, source: RowSource): Promise<StartedExport> {
     const running = this.#running.get(apiKeyId) ?? 0
     if (running >= EXPORTS_PER_KEY) throw tooManyExports()
     this.#running.set(apiKeyId, running + 1)
@@ -212,7 +211,7 @@ export class Exporter {
   }
 
   /** #read, within the instance's concurrency: an export holds a database connection until its snapshot is read. */
-  async #produce<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string | Buffer }> {
+  async #produce (apiKeyId: string, source: RowSource, sink: TextSink, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string | Buffer }> {
     if (this.#reading >= this.#settings.concurrency) {
       throw apiError('service_unavailable', 'This instance is running its most exports at once; retry shortly', {
         headers: { 'retry-after': String(EXPORT_BUSY_RETRY_AFTER_SECONDS) }
@@ -233,7 +232,7 @@ export class Exporter {
    * `opened` is called once the first rows are read (what comes before is the part that may
    * still answer an error).
    */
-  async #read<R> (apiKeyId: string, source: RowSource<R>, sink: TextSink, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string | Buffer }> {
+  async #read (apiKeyId: string, source: RowSource, sink: TextSink, opened: (changesCursor: string) => void): Promise<{ changesCursor: string, tail: string | Buffer }> {
     return this.#database.snapshot(async (tx) => {
       const now = new Date()
       // The key's slots: advisory locks of this transaction, seen by every instance (on
@@ -244,7 +243,10 @@ export class Exporter {
       await source.declare(tx, now)
       let count = 0
       const pending = new Piece()
-      let next = source.fetch(tx, BATCH_ROWS)
+      // On PostgreSQL each line is passed on as the bytes it was read in, never decoded into
+      // text and encoded again.
+      const fetch = this.#database.kind === 'pglite' ? fetchRows : fetchRawRows
+      let next = fetch(tx, BATCH_ROWS)
       for (let first = true; ; first = false) {
         const rows = await next
         if (first) opened(changesCursor)
@@ -252,10 +254,10 @@ export class Exporter {
         // fails, the transaction rolls back and that read fails with it: nobody awaits it then.
         const more = rows.length === BATCH_ROWS
         if (more) {
-          next = source.fetch(tx, BATCH_ROWS)
+          next = fetch(tx, BATCH_ROWS)
           next.catch(() => {})
         }
-        for (const line of await source.lines(tx, rows, now)) {
+        for (const line of await linesOf(tx, rows, source, now)) {
           pending.add(line)
           count++
           if (pending.size >= CHUNK_BYTES) await sink.send(pending.take())
@@ -267,10 +269,10 @@ export class Exporter {
   }
 }
 
-/** The lines of product rows: each stored document as it came, but those the rows say to render now, as GET does. */
-async function storedOrRendered (tx: Tx, rows: ProductExportRow[], now: Date): Promise<Array<string | Buffer>> {
+/** The rows' lines (without their newline): each as the statement gave it, or rendered now where a row asks for it. */
+async function linesOf (tx: Tx, rows: ExportRow[], source: RowSource, now: Date): Promise<Array<string | Buffer>> {
   const ids = rows.flatMap((r) => r.renderId === null ? [] : [r.renderId])
   if (ids.length === 0) return rows.map((r) => r.body!)
-  const rendered = new Map((await renderDocuments(tx, ids, now)).map((d) => [d.id, d.body]))
+  const rendered = await source.render(tx, ids, now)
   return rows.map((r) => r.renderId === null ? r.body! : rendered.get(r.renderId)!)
 }

@@ -8,7 +8,7 @@ import postgres from 'postgres'
 import t from 'tap'
 import { createApiKey } from '../../db/api-keys.ts'
 import { execute, type Tx } from '../../db/client.ts'
-import { declareProductRows, fetchProductRows, startExport } from '../../db/export.ts'
+import { declareProductRows, fetchRows, startExport } from '../../db/export.ts'
 import type { ProductFilters } from '../../db/products.ts'
 import { insertEndpoint } from '../../db/webhooks.ts'
 import { positionOfEventId } from '../../lib/event-id.ts'
@@ -47,7 +47,7 @@ async function lastPosition (): Promise<number> {
 /** The product's stock as the export shows it, read in the snapshot's transaction. */
 async function exportedStock (tx: Tx): Promise<number | null> {
   await declareProductRows(tx, { sku: product.sku! }, new Date())
-  const [row] = await fetchProductRows(tx, 10)
+  const [row] = await fetchRows(tx, 10)
   // Its stock changes rewrite its stored document: the export sends that one as it is.
   if (row!.renderId !== null) throw new Error('the stored document should be current')
   return (JSON.parse(row!.body as string) as { quantity: number | null }).quantity

@@ -9,6 +9,7 @@ import { sql } from 'drizzle-orm'
 import t from 'tap'
 import type { App } from '../../app.ts'
 import { execute } from '../../db/client.ts'
+import { declareOrderRows, fetchRows } from '../../db/export.ts'
 import { writeSetting } from '../../db/settings.ts'
 import { demoCatalog } from '../../services/demo-catalog.ts'
 import { publishChanges } from '../../services/changes.ts'
@@ -187,6 +188,43 @@ t.test('orders: the key\'s own, newest first, each GET order\'s body with its it
   const none = await exportOf('/external/v1/orders/export', (await makeKey(app)).key)
   t.same(none.records, [], 'a key without orders: no record line')
   t.equal(none.end?.count, 0)
+})
+
+t.test('orders: the statement builds each line as GET order prints it, and leaves to the app an order whose bytes it cannot promise', async (t) => {
+  const { key: buyer, id: buyerId } = await makeKey(app, undefined, { name: 'tricky buyer' })
+  const halves = makeProduct({ name: 'Half "Priced" \\ Mug', price: 12.5 })
+  const round = makeProduct({ name: 'Round Mug ☕ Café', price: 10 })
+  const cents = makeProduct({ name: 'Cents', price: 0.99 })
+  await importProducts(app, [halves, round, cents])
+  const variant = catalogue.products!.find((p) => p.isAvailable && (p.combinations?.[0]?.quantity ?? 0) > 2)
+  const address = { lineOne: '1 "Quoted" Road\\back', city: 'Zürich 🏔', country: 'CH', phone: '+41445550123', latitude: 47.376887, longitude: 8.541694 }
+  const bodies = [
+    orderBody([line(halves, 3), line(cents, 2)], { customerName: 'Zoë "Zed" O\'Neil\\', note: 'Ring twice\nthen wait\t(tab) </script> \u2028' }),
+    orderBody([line(round, 1)], { customerName: '山田 太郎', address }),
+    orderBody([line(round, 2)], { address: { ...address, lineTwo: null, latitude: 0, longitude: -0.000001 } }),
+    // JavaScript prints 1e-7 with an exponent, PostgreSQL in full: this one is the app's to render.
+    orderBody([line(cents, 1)], { address: { phone: '+41445550123', latitude: 0.0000001, longitude: -179.99999 } }),
+    orderBody([line(halves, 1), line(variant!, 1, variant!.combinations![0]!.id)], { address: { city: 'Only a city' } })
+  ]
+  for (const [i, body] of bodies.entries()) {
+    // Not the body as the message: its raw U+2028 would end the line of TAP it is printed in.
+    t.equal((await postOrder(app, buyer, body)).statusCode, 201, `order ${i + 1} placed`)
+  }
+  const idOf = async (condition: ReturnType<typeof sql>) => (await execute<{ id: string }>(app.database.db, sql`select id from orders where api_key_id = ${buyerId} and ${condition}`))[0]!.id
+  const tiny = await idOf(sql`address->>'latitude' = '0.0000001'`)
+  const full = await idOf(sql`customer_name = '山田 太郎'`)
+
+  const { lines, records, end } = await exportOf('/external/v1/orders/export', buyer)
+  t.equal(end?.count, 5)
+  for (const [i, exported] of lines.entries()) {
+    t.equal(exported, (await app.inject({ url: `/external/v1/orders/${records[i]!.id as string}`, headers: authHeaders(buyer) })).body, `line ${i + 1} is GET order's body`)
+  }
+  const rendered = await app.database.snapshot(async (tx) => {
+    await declareOrderRows(tx, buyerId, {})
+    return (await fetchRows(tx, 10)).map((row) => row.renderId)
+  })
+  t.same(rendered.filter((id) => id !== null), [tiny], 'one left to the app: the coordinate JavaScript prints as 1e-7')
+  t.notOk(rendered.includes(full), 'a full address is built by the statement')
 })
 
 t.test('the cursor is the feed\'s position as of the export: what changes after it follows it', async (t) => {

@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import t from 'tap'
 import { execute } from '../../db/client.ts'
-import { declareProductRows, fetchProductRows, startExport } from '../../db/export.ts'
+import { declareProductRows, fetchRows, startExport } from '../../db/export.ts'
 import { SCOPES, type Scope } from '../../lib/api-key-secret.ts'
 import { publishChanges } from '../../services/changes.ts'
 import { parseExport, seedPlainProducts, SocketExport } from '../export.ts'
@@ -69,7 +69,7 @@ if (topology !== null) {
       await importProducts(b, [{ ...mug, price: 8 }])
       await publishChanges(secondDatabase)
       await declareProductRows(tx, { sku: mug.sku! }, new Date())
-      const [row] = await fetchProductRows(tx, 10)
+      const [row] = await fetchRows(tx, 10)
       return { position: start.position, price: (JSON.parse(row!.body as string) as { price: number }).price }
     })
     t.equal(price, 7, 'the rows are as of the snapshot')
