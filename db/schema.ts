@@ -79,7 +79,23 @@ export const productListPositions = pgTable('product_list_positions', {
   list: text('list').notNull(),
   position: integer('position').notNull(),
   productId: uuid('product_id').notNull()
-}, (t) => [primaryKey({ columns: [t.list, t.position] })])
+}, (t) => [
+  primaryKey({ columns: [t.list, t.position] }),
+  // A product's place in the whole catalogue: which availability block a stock change moves.
+  index('product_list_positions_catalogue_product_idx').on(t.productId).where(sql`${t.list} = ''`)
+])
+
+// How many products can be ordered now (and how many cannot) in each block of 1,000
+// positions of the whole catalogue's list (block b: positions b × 1,000 + 1 … (b + 1) × 1,000),
+// so that page n of `isAvailable` finds its block by these counts and walks at most one
+// block of the availability index, instead of every product before the page. Counted again
+// by every renumbering; a stock change that turns a product's availability moves its block's
+// counts in its own transaction (db/products.ts).
+export const productAvailabilityBlocks = pgTable('product_availability_blocks', {
+  block: integer('block').primaryKey(),
+  available: integer('available').notNull(),
+  unavailable: integer('unavailable').notNull()
+})
 
 // What `query` searches, one narrow row a product, written by the import with the product
 // (stock changes never touch it): a search reads and checks only these rows (db/search.ts).

@@ -11,8 +11,11 @@
 //      expires, of the order it cancels, of what an import rewrites or deletes;
 //   3. the order or reservations whose state it changes (their state is read again under the lock);
 //   4. the stock rows of those products — combinations, products' own quantity — and hold lines;
-//   5. last, a key's reservation count (an advisory lock).
-// Nothing waits for a product's lock while holding a lock of steps 3–5, so no two stock writes
+//   5. a key's reservation count (an advisory lock);
+//   6. last, at the refresh, when a product's availability turned: the availability blocks'
+//      table (an import's renumbering holds it whole, taken after its products) and the
+//      blocks' rows, in block order (db/products.ts `moveAvailabilityCounts`).
+// Nothing waits for a product's lock while holding a lock of steps 3–6, so no two stock writes
 // can wait on each other in a circle. Rows that name what to change (a reservation's lines, an
 // order's items) are read before step 2 without a lock: they never change once written.
 //
@@ -25,7 +28,7 @@ import { sql } from 'drizzle-orm'
 import type { Discount } from '../lib/money.ts'
 import { execute, runStatement, statement, type Tx } from './client.ts'
 import { insertEvents } from './events.ts'
-import { PRODUCT_COLUMNS, documentOf, renderDocuments, type ProductDocument, type ProductRow } from './products.ts'
+import { PRODUCT_COLUMNS, documentOf, moveAvailabilityCounts, renderDocuments, type ProductDocument, type ProductRow } from './products.ts'
 
 /** A set of ids as one uuid[] parameter: they passed the checks, so they hold no quote or comma. */
 const uuidArray = (ids: Iterable<string>) => `{${[...ids].join(',')}}`
@@ -350,7 +353,9 @@ export async function reapplyHolds (tx: Tx, locks: ProductLocks, productIds: rea
   return moved
 }
 
-const REFRESH = statement(sql`with refreshed as (
+const REFRESH = statement(sql`with before as (
+      select id, available from products where id = any($1::uuid[])
+    ), refreshed as (
       update products p set updated_at = $2::timestamptz, content_hash = null,
         available = p.is_available and case
           when exists (select 1 from combinations c where c.product_id = p.id)
@@ -359,7 +364,7 @@ const REFRESH = statement(sql`with refreshed as (
       where p.id = any($1::uuid[])
       returning p.id, p.name, p.sku, p.barcode, p.quantity, p.price, p.is_available, p.available, p.image_url, p.brand_id, p.updated_at),
     events as (${insertEvents({ type: 'product.updated', resourceId: sql`id`, from: sql`refreshed` })})
-    select ${PRODUCT_COLUMNS} from refreshed p`)
+    select ${PRODUCT_COLUMNS}, b.available as was_available from refreshed p join before b on b.id = p.id`)
 
 /**
  * After the transaction's last stock change to these products: whether each can still be
@@ -373,7 +378,8 @@ const REFRESH = statement(sql`with refreshed as (
 export async function refreshProducts (tx: Tx, locks: ProductLocks, productIds: readonly string[], now: Date): Promise<ProductDocument[]> {
   if (productIds.length === 0) return []
   mustHold(locks, productIds)
-  const rows = await runStatement<ProductRow>(tx, REFRESH, [uuidArray(productIds), now.toISOString()])
+  const rows = await runStatement<ProductRow & { was_available: boolean }>(tx, REFRESH, [uuidArray(productIds), now.toISOString()])
+  await moveAvailabilityCounts(tx, rows.filter((row) => row.available !== row.was_available))
   return rows.map((row) => documentOf(row, now))
 }
 
