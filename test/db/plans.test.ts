@@ -29,7 +29,7 @@ t.test('a stock write keeps generic plans for its own transaction only', async (
   t.equal(await modeIn(database.db), 'auto', 'the same connection afterwards')
 })
 
-t.test('a product and a page by number are read with their generic plans, not planned again each time', usingPostgres ? {} : { skip: 'needs TEST_DATABASE_URL' }, async (t) => {
+t.test('a product and a page by number (of the whole list, or of isAvailable) are read with their generic plans, not planned again each time', usingPostgres ? {} : { skip: 'needs TEST_DATABASE_URL' }, async (t) => {
   // One connection: the statements it prepared are the session's own (pg_prepared_statements).
   const { database } = await createTestDatabase(t, { poolSize: 1 })
   const app = await buildTestApp(t, { database })
@@ -38,10 +38,12 @@ t.test('a product and a page by number are read with their generic plans, not pl
   for (let i = 0; i < 12; i++) {
     t.equal((await readDocuments(database.db, [products[i]!.id])).length, 1)
     t.equal((await listProducts(database.db, {}, pageWindow(1 + (i % 3)))).items.length, i % 3 === 2 ? 10 : 25)
+    t.equal((await listProducts(database.db, { isAvailable: true }, pageWindow(1 + (i % 3)))).items.length, i % 3 === 2 ? 10 : 25)
   }
   const plans = await execute<{ statement: string, generic: number, custom: number }>(database.db, sql`select statement, generic_plans::int as generic, custom_plans::int as custom
-    from pg_prepared_statements where statement like '%from product_documents d where d.product_id = $1::uuid%' or statement like '%from product_list_positions%'`)
-  t.equal(plans.length, 2, 'both statements prepared')
+    from pg_prepared_statements where statement like '%from product_documents d where d.product_id = $1::uuid%'
+      or statement like 'select l.product_id as id,%' or statement like 'with counted as (%'`)
+  t.equal(plans.length, 3, 'the three statements prepared: a product, a page of positions, a page of isAvailable')
   for (const plan of plans) {
     // The plan cache tries custom plans 5 times before it judges the generic one.
     t.ok(plan.custom <= 5 && plan.generic >= 7, `${plan.statement.slice(0, 60)}…: ${plan.generic} generic, ${plan.custom} custom`)
