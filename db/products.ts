@@ -272,6 +272,13 @@ export async function moveAvailabilityCounts (tx: Tx, turned: ReadonlyArray<{ id
 export async function countMatchingProducts (db: Tx, filters: ProductFilters): Promise<number> {
   const { query, ...others } = filters
   if (query) return (await findSearchMatches(db, query, others, { page: 1, limit: 0, offset: 0, after: null })).total
+  // A numbered list's positions are 1…n without gaps: its last is its count (a category's
+  // count(*) read up to 9,000 rows: 30–90 ms at 100,000 products).
+  const numbered = numberedList(others)
+  if (numbered !== null) {
+    const [last] = await execute<{ total: number }>(db, sql`select coalesce(max(position), 0)::int as total from product_list_positions where list = ${numbered}`)
+    return last!.total
+  }
   const availability = availabilityList(others)
   if (availability !== null) {
     const [counted] = await execute<{ total: number }>(db, sql`select coalesce(sum(case when ${availability}::boolean then available else unavailable end), 0)::int as total from product_availability_blocks`)

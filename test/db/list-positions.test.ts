@@ -1,12 +1,12 @@
 // Pages by number of the whole list, of one brand and of one category read a range of stored
 // positions instead of walking OFFSET rows. They must be the very pages the OFFSET walk gives,
-// with the same sort key for the next page's cursor, after every import that adds, renames,
-// moves or removes products.
+// with the same sort key for the next page's cursor and the same total, after every import
+// that adds, renames, moves or removes products.
 import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import { importCatalog } from '../../services/catalog-import.ts'
 import { execute } from '../../db/client.ts'
-import { listProducts, type ProductFilters } from '../../db/products.ts'
+import { countMatchingProducts, listProducts, type ProductFilters } from '../../db/products.ts'
 import { checkCatalog } from '../../lib/catalog-file.ts'
 import type { CatalogFile, CatalogProduct } from '../../schemas/catalog-file.ts'
 import { createTestDatabase, makeProduct } from '../helper.ts'
@@ -54,6 +54,7 @@ async function expectSamePages (t: Test, when: string) {
     const expected = await pages(walked)
     t.ok(expected.length > 1, `${when}, ${name}: more than one page`)
     t.same(await pages(numbered), expected, `${when}, ${name}: the same pages, each with the same next sort key`)
+    t.equal(await countMatchingProducts(database.db, numbered), await countMatchingProducts(database.db, walked), `${when}, ${name}: the same total`)
   }
 }
 
