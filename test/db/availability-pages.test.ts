@@ -98,6 +98,21 @@ t.test('pages of isAvailable follow stock changes and imports', async (t) => {
   await expectSamePages(t, database, 'every hold released after the import')
 })
 
+t.test('a page of isAvailable is read with its generic plan, not planned again each call', { skip: usingPostgres ? false : 'needs TEST_DATABASE_URL' }, async (t) => {
+  const { database, url } = await createTestDatabase(t)
+  await seedPlainProducts(database, PRODUCTS, { searchable: false })
+  // One connection: the statements it prepared are the session's own (pg_prepared_statements).
+  const single = await openDatabase({ url: url!, poolSize: 1 })
+  t.teardown(() => single.close())
+  for (let page = 1; page <= 12; page++) {
+    t.equal((await listProducts(single.db, { isAvailable: true }, { page, offset: (page - 1) * 150, limit: LIMIT, after: null })).items.length, LIMIT)
+  }
+  const [plans] = await execute<{ generic: number, custom: number }>(single.db, sql`select generic_plans::int as generic, custom_plans::int as custom
+    from pg_prepared_statements where statement like 'with counted as (%'`)
+  // The plan cache tries custom plans 5 times before it judges the generic one.
+  t.ok(plans !== undefined && plans.custom <= 5 && plans.generic >= 7, `${plans?.generic} generic plans, ${plans?.custom} custom`)
+})
+
 t.test('holds and releases on two instances, racing imports, leave every block counted exactly', { skip: usingPostgres ? false : 'needs TEST_DATABASE_URL: PGlite is one connection' }, async (t) => {
   const { database, url } = await createTestDatabase(t, { poolSize: 20 })
   const second = await openDatabase({ url: url!, poolSize: 20 })
