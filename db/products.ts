@@ -133,8 +133,8 @@ export async function listProducts (db: Tx, filters: Omit<ProductFilters, 'query
   const where = whereClause(filters) ?? sql`true`
   // The page's ids are chosen first and only those rows get their documents. A page by
   // number of a numbered list (see renumberProducts) is a range of its positions (the offset
-  // of a page past the last one exceeds the integer column: compared as bigint); otherwise
-  // OFFSET walks the index.
+  // of a page past the last one exceeds the integer column: compared as bigint), and one of
+  // isAvailable alone is found by its availability blocks; otherwise OFFSET walks the index.
   const numbered = window.after === null ? numberedList(filters) : null
   const availability = window.after === null ? availabilityList(filters) : null
   const rows = numbered !== null
