@@ -140,9 +140,10 @@ t.test('holds and releases on two instances, racing imports, leave every block c
       }
     }
   }
+  // Each import adds products ahead of every seeded one, so every position after them moves.
   const imports = (async () => {
     for (let n = 0; n < 3; n++) {
-      await importProducts(apps[n % 2]!, Array.from({ length: 10 }, (_, i) => makeProduct({ name: `Import ${n} item ${i}`, quantity: (i + n) % 2 })))
+      await importProducts(apps[n % 2]!, Array.from({ length: 10 }, (_, i) => makeProduct({ name: `Aardvark import ${n} item ${i}`, quantity: (i + n) % 2 })))
     }
   })()
   await Promise.all([...Array.from({ length: 24 }, (_, i) => integrator(i)), imports])
