@@ -191,6 +191,9 @@ const NUMBERED_PAGE = statement(sql`select l.product_id as id, ${DOCUMENT_COLUMN
 
 /** Positions of the whole catalogue's list a block of availability counts covers. */
 export const AVAILABILITY_BLOCK = 1000
+/** The block holding a position, and a block's first position, in SQL (the size written in: the statements stay fixed). */
+const blockOf = (position: string) => sql.raw(`(${position} - 1) / ${AVAILABILITY_BLOCK}`)
+const firstPositionOf = (block: string) => sql.raw(`${block} * ${AVAILABILITY_BLOCK} + 1`)
 
 // Page n of `isAvailable` ($1, true or false): the products before it are counted by blocks
 // (the first block whose running count passes the offset $2 holds the page's first product),
@@ -209,7 +212,7 @@ const availabilityPage = (rows: number) => availabilityPages.get(rows) ?? availa
       select block, $2::bigint - (upto - n) as skip from counted where upto > $2::bigint order by block limit 1
     ), first as (
       select lower(p.name) as sort_name, p.id, s.skip from start s
-      join product_list_positions l on l.list = '' and l.position = s.block * ${sql.raw(String(AVAILABILITY_BLOCK))} + 1
+      join product_list_positions l on l.list = '' and l.position = ${firstPositionOf('s.block')}
       join products p on p.id = l.product_id
     )
     select page.id, ${DOCUMENT_COLUMNS}, page.sort_name
@@ -242,7 +245,7 @@ export async function renumberProducts (tx: Tx): Promise<void> {
     from product_categories pc join products p on p.id = pc.product_id`)
   await tx.execute(sql`delete from product_availability_blocks`)
   await tx.execute(sql`insert into product_availability_blocks (block, available, unavailable)
-    select (l.position - 1) / ${AVAILABILITY_BLOCK}, count(*) filter (where p.available), count(*) filter (where not p.available)
+    select ${blockOf('l.position')}, count(*) filter (where p.available), count(*) filter (where not p.available)
     from product_list_positions l join products p on p.id = l.product_id
     where l.list = '' group by 1`)
 }
@@ -250,7 +253,7 @@ export async function renumberProducts (tx: Tx): Promise<void> {
 // The blocks are locked in their order, so two stock changes that turn products of the same
 // blocks never wait for each other in a cycle.
 const MOVE_AVAILABILITY_COUNTS = statement(sql`with moved as (
-      select (l.position - 1) / ${sql.raw(String(AVAILABILITY_BLOCK))} as block, sum(case when x.available then 1 else -1 end)::integer as turned
+      select ${blockOf('l.position')} as block, sum(case when x.available then 1 else -1 end)::integer as turned
       from unnest($1::uuid[], $2::boolean[]) as x(id, available)
       join product_list_positions l on l.list = '' and l.product_id = x.id
       group by 1

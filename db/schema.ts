@@ -46,7 +46,7 @@ export const products = pgTable('products', {
 }, (t) => [
   index('products_name_order_idx').on(sql`lower(${t.name})`, t.id),
   // name itself last: PostgreSQL reads an expression index without the table only when the
-  // columns under the expression are in it too, so the OFFSET walk of `isAvailable` pages
+  // columns under the expression are in it too, so the walk of `isAvailable` pages
   // skips index entries instead of fetching every skipped row.
   index('products_available_name_idx').on(t.available, sql`lower(${t.name})`, t.id, t.name),
   index('products_sku_idx').on(t.sku),
