@@ -4,7 +4,7 @@
 // a minute for 100,000 products (it upserts, checks references and hashes each product);
 // this takes seconds. It derives what the import derives (search text, availability, stock
 // on combinations, the list positions: db/products.ts renumberProducts itself, the product
-// documents: services/catalog.ts renderMissingDocuments) with the same rules; run.ts checks
+// documents: services/catalog.ts renderMissingDocuments, the list's kept pages: rebuildKeptPages) with the same rules; run.ts checks
 // the result against the app's answers.
 import { sql } from 'drizzle-orm'
 import { createApiKey } from '../db/api-keys.ts'
@@ -13,7 +13,7 @@ import { renumberProducts } from '../db/products.ts'
 import { rebuildSearchHeads } from '../db/search.ts'
 import { resetCatalog } from '../db/settings.ts'
 import { SCOPES } from '../lib/api-key-secret.ts'
-import { renderMissingDocuments } from '../services/catalog.ts'
+import { rebuildKeptPages, renderMissingDocuments } from '../services/catalog.ts'
 import { StockKeeper } from '../services/stock.ts'
 import { toCents, toDecimalText } from '../lib/money.ts'
 import type { CatalogProduct } from '../schemas/catalog-file.ts'
@@ -149,8 +149,10 @@ export async function bulkLoadCatalog (database: Database, bench: BenchCatalog):
     // products as an import does.
     await renumberProducts(tx)
   })
-  // The read model's documents, rendered by the app's own code.
+  // The read model's documents, rendered by the app's own code, then the list's pages kept
+  // whole, as the instances' background rebuild builds them after an import.
   await renderMissingDocuments(new StockKeeper(database), 2000)
+  while (await rebuildKeptPages(database, 1000) > 0);
   // Instances drop cached reads when the reset version moves, as after an import.
   await resetCatalog(database.db)
 }
@@ -164,7 +166,7 @@ export async function bulkLoadCatalog (database: Database, bench: BenchCatalog):
 export async function seedStore (database: Database, bench: BenchCatalog, options: { analyze: boolean }): Promise<{ key: string, keyId: string, importMs: number }> {
   const started = performance.now()
   await bulkLoadCatalog(database, bench)
-  if (options.analyze) await database.db.execute(sql.raw(`vacuum analyze ${[...CATALOGUE_TABLES, 'product_list_positions'].join(', ')}`))
+  if (options.analyze) await database.db.execute(sql.raw(`vacuum analyze ${[...CATALOGUE_TABLES, 'product_list_positions', 'product_list_pages', 'product_list_page_changes'].join(', ')}`))
   const importMs = performance.now() - started
   const { key, id: keyId } = await createApiKey(database.db, { name: 'bench', scopes: [...SCOPES], rateLimit: BENCH_RATE_LIMIT })
   return { key, keyId, importMs }

@@ -7,6 +7,7 @@ import { nextPriceChange, sellPriceCents, toAmount, toCents, type Discount } fro
 import type { ListWindow, SortKey } from '../schemas/common.ts'
 import type { Product } from '../schemas/products.ts'
 import { execute, runStatement, statement, type Statement, type Tx } from './client.ts'
+import { resetListPages } from './list-pages.ts'
 import { whereClause, type ProductFilters } from './product-filters.ts'
 import { findSearchMatches } from './search.ts'
 
@@ -225,8 +226,9 @@ const availabilityPage = (rows: number) => availabilityPages.get(rows) ?? availa
 
 /**
  * Numbers every product by the list's order, 1…n, in the whole catalogue and within each
- * brand and each category, and counts the catalogue's availability blocks again; call after
- * products were added, renamed, removed or moved between brands or categories.
+ * brand and each category, counts the catalogue's availability blocks again and leaves every
+ * kept page of the list to be built again; call after products were added, renamed, removed
+ * or moved between brands or categories.
  */
 export async function renumberProducts (tx: Tx): Promise<void> {
   // No stock change may move a block's counts between this count and the commit: one that
@@ -248,6 +250,7 @@ export async function renumberProducts (tx: Tx): Promise<void> {
     select ${blockOf('l.position')}, count(*) filter (where p.available), count(*) filter (where not p.available)
     from product_list_positions l join products p on p.id = l.product_id
     where l.list = '' group by 1`)
+  await resetListPages(tx)
 }
 
 // The blocks are locked in their order, so two stock changes that turn products of the same

@@ -97,6 +97,31 @@ export const productAvailabilityBlocks = pgTable('product_availability_blocks', 
   unavailable: integer('unavailable').notNull()
 })
 
+// The whole catalogue's list kept whole, a row a page of 25 (page n: positions (n − 1) × 25 + 1 …
+// n × 25), so that a page by number is one row read, as a product is: `body` is its products'
+// documents joined by commas (null until built), `etags` and `product_ids` theirs in the same
+// order, `price_changes_at` the first time one of their sellPrices changes, `next_sort_name`
+// the sort key of its last product when another follows (the next page's cursor starts after
+// it). Built by a background job from the documents; a page is served only while no mark
+// stands against it in product_list_page_changes (db/list-pages.ts).
+export const productListPages = pgTable('product_list_pages', {
+  list: text('list').notNull(),
+  page: integer('page').notNull(),
+  body: text('body'),
+  etags: text('etags'),
+  productIds: text('product_ids'),
+  priceChangesAt: timestamp('price_changes_at', { withTimezone: true }),
+  nextSortName: text('next_sort_name')
+}, (t) => [primaryKey({ columns: [t.list, t.page] })])
+
+// Pages whose documents changed since they were built: written in the transaction that writes
+// the documents (one row a page a write, never updated, so concurrent writers never wait for
+// each other here), deleted by the rebuild that reads those documents.
+export const productListPageChanges = pgTable('product_list_page_changes', {
+  list: text('list').notNull(),
+  page: integer('page').notNull()
+}, (t) => [index('product_list_page_changes_page_idx').on(t.list, t.page)])
+
 // What `query` searches, one narrow row a product, written by the import with the product
 // (stock changes never touch it): a search reads and checks only these rows (db/search.ts).
 export const productSearch = pgTable('product_search', {

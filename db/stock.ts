@@ -12,10 +12,13 @@
 //   3. the order or reservations whose state it changes (their state is read again under the lock);
 //   4. the stock rows of those products — combinations, products' own quantity — and hold lines;
 //   5. a key's reservation count (an advisory lock);
-//   6. last, at the refresh, when a product's availability turned: the availability blocks'
+//   6. at the refresh, when a product's availability turned: the availability blocks'
 //      table (an import's renumbering holds it whole, taken after its products) and the
-//      blocks' rows, in block order (db/products.ts `moveAvailabilityCounts`).
-// Nothing waits for a product's lock while holding a lock of steps 3–6, so no two stock writes
+//      blocks' rows, in block order (db/products.ts `moveAvailabilityCounts`);
+//   7. last, with the documents: the kept list pages' marks table (ROW EXCLUSIVE; a
+//      renumbering holds it whole, taken after the blocks' table). The background rebuild of
+//      those pages takes that table, then the pages' rows, and waits for nothing else.
+// Nothing waits for a product's lock while holding a lock of steps 3–7, so no two stock writes
 // can wait on each other in a circle. Rows that name what to change (a reservation's lines, an
 // order's items) are read before step 2 without a lock: they never change once written.
 //
@@ -28,6 +31,7 @@ import { sql } from 'drizzle-orm'
 import type { Discount } from '../lib/money.ts'
 import { execute, runStatement, statement, type Tx } from './client.ts'
 import { insertEvents } from './events.ts'
+import { markPagesOf } from './list-pages.ts'
 import { PRODUCT_COLUMNS, documentOf, moveAvailabilityCounts, renderDocuments, type ProductDocument, type ProductRow } from './products.ts'
 
 /** A set of ids as one uuid[] parameter: they passed the checks, so they hold no quote or comma. */
@@ -396,12 +400,17 @@ export async function rewriteDocuments (tx: Tx, locks: ProductLocks, productIds:
   }
 }
 
-const WRITE_DOCUMENTS = statement(sql`insert into product_documents as d (product_id, body, etag, price_changes_at)
-    select product_id, body, etag, price_changes_at
-    from json_to_recordset($1::json) as x(product_id uuid, body text, etag text, price_changes_at timestamptz)
-    on conflict (product_id) do update set body = excluded.body, etag = excluded.etag, price_changes_at = excluded.price_changes_at`)
+// The documents, and the marks of the kept list pages that show them (db/list-pages.ts).
+const WRITE_DOCUMENTS = statement(sql`with x as (
+      select * from json_to_recordset($1::json) as x(product_id uuid, body text, etag text, price_changes_at timestamptz)
+    ), written as (
+      insert into product_documents as d (product_id, body, etag, price_changes_at)
+      select product_id, body, etag, price_changes_at from x
+      on conflict (product_id) do update set body = excluded.body, etag = excluded.etag, price_changes_at = excluded.price_changes_at
+    )
+    ${markPagesOf(sql`select product_id from x`)}`)
 
-/** Writes documents of locked products (rendered by refreshProducts, or renderDocuments). */
+/** Writes documents of locked products (rendered by refreshProducts, or renderDocuments), marking the kept pages that show them. */
 export async function writeDocuments (tx: Tx, locks: ProductLocks, documents: readonly ProductDocument[]): Promise<void> {
   if (documents.length === 0) return
   mustHold(locks, documents.map((d) => d.id))

@@ -6,8 +6,8 @@
 // 1. the webhook worker, which takes new work: it stops claiming as soon as closing begins
 //    (preClose), so its wait for the attempts in flight runs beside the server's drain within
 //    SHUTDOWN_TIMEOUT; what it cannot finish in time it gives back;
-// 2. the periodic jobs (publishing, retention, the discount sweep, the reservation expiry,
-//    idempotency cleanup): the timer cleared, a run under way awaited;
+// 2. the periodic jobs (publishing, retention, the discount sweep, the list pages' rebuild,
+//    the reservation expiry, idempotency cleanup): the timer cleared, a run under way awaited;
 // 3. the state poll and the replicas' sampling, which nothing reads once requests have ended;
 // 4. the keys' last-use flush, with one last flush: the server has answered its last
 //    request by then, so no use goes unwritten.
@@ -17,7 +17,7 @@
 // The timers are not unref'd: close clears every one, and one left behind would keep the
 // process alive, where a test sees it (test/plugins/background.test.ts).
 import fp from 'fastify-plugin'
-import { markDiscountBoundaries, renderMissingDocuments } from '../services/catalog.ts'
+import { markDiscountBoundaries, rebuildKeptPages, renderMissingDocuments } from '../services/catalog.ts'
 import { forgetOldChanges, publishChanges } from '../services/changes.ts'
 import { deleteExpiredReplays } from '../services/place-order.ts'
 import { expireLapsedReservations } from '../services/reservations.ts'
@@ -155,6 +155,9 @@ export default fp(async function backgroundPlugin (app) {
   periodic('document backfill', config.DISCOUNT_SWEEP_MS, async () => {
     if (!documentsComplete) documentsComplete = await renderMissingDocuments(stock) === 0
   })
+  // The unfiltered list's pages kept whole (a page a row): those whose products changed are
+  // read from the documents until this builds them again, a bounded batch a run.
+  periodic('list pages rebuild', config.LIST_PAGES_REBUILD_MS, () => rebuildKeptPages(database, config.LIST_PAGES_REBUILD_BATCH))
   // Reservations past their expiresAt, from the database (not a timer per hold), so a restart
   // or another instance loses none; each sweep claims with SKIP LOCKED, so instances share the work.
   periodic('reservation expiry', config.RESERVATION_SWEEP_MS, async () => {

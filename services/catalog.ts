@@ -4,6 +4,7 @@
 // product it shows, seen by any instance.
 import type { Database } from '../db/client.ts'
 import { recordEvents } from '../db/events.ts'
+import { readKeptPage, rebuildListPages } from '../db/list-pages.ts'
 import {
   countMatchingProducts, findDiscountBoundaries, listGroupings, listProducts, readDocuments, touchDiscountBoundaries,
   type Grouping, type ProductDocument, type ProductFilters
@@ -55,18 +56,34 @@ export async function getProduct (database: Database, catalogCache: CatalogCache
   })
 }
 
+/** A page's items as they are sent: their JSON joined by commas, their entity tags likewise, their ids. */
+interface PageItems { items: string, etags: string, ids: string[], changesAt: Array<Date | null>, next: SortKey | null, total?: number }
+
+const itemsOf = (found: { items: ProductDocument[], next: SortKey | null, total?: number }): PageItems => ({
+  items: found.items.map((i) => i.body).join(','),
+  etags: found.items.map((i) => i.etag).join(','),
+  ids: found.items.map((i) => i.id),
+  changesAt: found.items.map((i) => i.priceChangesAt),
+  next: found.next,
+  total: found.total
+})
+
 /** A page's JSON from its items' stored JSON, in the key order of the ProductPage schema. */
-function pageBody (items: ProductDocument[], page: number, total: number, cursor: string | null): string {
-  return `{"items":[${items.map((i) => i.body).join(',')}],"page":${page},"pageSize":${PAGE_SIZE},"total":${total},"nextCursor":${JSON.stringify(cursor)}}`
+function pageBody (items: string, page: number, total: number, cursor: string | null): string {
+  return `{"items":[${items}],"page":${page},"pageSize":${PAGE_SIZE},"total":${total},"nextCursor":${JSON.stringify(cursor)}}`
 }
 
 /**
  * A page's entity tag without hashing its JSON: the body is its items' stored JSON (each
  * named by its own tag) inside an envelope of the page number, the total and the cursor.
  */
-function pageTag (items: ProductDocument[], page: number, total: number, cursor: string | null): string {
-  return entityTag(`${items.map((i) => i.etag).join(',')}\n${page}\n${total}\n${cursor ?? ''}`)
+function pageTag (etags: string, page: number, total: number, cursor: string | null): string {
+  return entityTag(`${etags}\n${page}\n${total}\n${cursor ?? ''}`)
 }
+
+/** Whether a page is one the whole list keeps whole: by number, with no filter. */
+const isKeptPage = (filters: ProductFilters, window: ListWindow) =>
+  window.after === null && Object.values(filters).every((v) => v === undefined)
 
 export async function listProductPage (database: Database, catalogCache: CatalogCache, cursorSecret: string, filters: ProductFilters, window: ListWindow): Promise<CatalogRead> {
   const volatile = isVolatile(filters) ? [VOLATILE] : []
@@ -74,9 +91,14 @@ export async function listProductPage (database: Database, catalogCache: Catalog
   // may reach the same sort key at different page numbers.
   const page = await catalogCache.cachedRead(`list:${JSON.stringify([filters, window.page, window.offset, window.after])}`, async () => {
     const { query, ...others } = filters
-    const found: { items: ProductDocument[], next: SortKey | null, total?: number } = query
-      ? await searchPage(database, catalogCache, query, others, window, volatile)
-      : await database.readCatalog(catalogCache.version, (db) => listProducts(db, others, window))
+    const found: PageItems = query
+      ? itemsOf(await searchPage(database, catalogCache, query, others, window, volatile))
+      : await database.readCatalog(catalogCache.version, async (db) => {
+        const kept = isKeptPage(filters, window) ? await readKeptPage(db, window.page, new Date()) : null
+        return kept !== null
+          ? { items: kept.items, etags: kept.etags, ids: kept.ids, changesAt: [kept.priceChangesAt], next: kept.next }
+          : itemsOf(await listProducts(db, others, window))
+      })
     // Counting every match again for each page is what made deep crawls slow: the total of a
     // filter is kept until the catalogue changes.
     const total = found.total !== undefined
@@ -89,10 +111,10 @@ export async function listProductPage (database: Database, catalogCache: Catalog
     const cursor = nextCursor(cursorSecret, 'products', filters, window.page, found.next)
     const body = pageBody(found.items, window.page, total, cursor)
     return {
-      value: { body, etag: pageTag(found.items, window.page, total, cursor) },
-      changesAt: found.items.map((i) => i.priceChangesAt),
+      value: { body, etag: pageTag(found.etags, window.page, total, cursor) },
+      changesAt: found.changesAt,
       bytes: body.length,
-      tags: [...found.items.map((i) => productTag(i.id)), ...volatile]
+      tags: [...found.ids.map(productTag), ...volatile]
     }
   })
   return page!
@@ -172,4 +194,13 @@ export async function renderMissingDocuments (stock: StockKeeper, batch = 500): 
     total += n
     if (n < batch) return total
   }
+}
+
+/**
+ * Builds again up to `batch` pages of the kept list whose products changed (or that a
+ * renumbering left unbuilt), in one transaction; returns how many. Every instance runs it:
+ * a page another is building is skipped.
+ */
+export async function rebuildKeptPages (database: Database, batch: number): Promise<number> {
+  return database.db.transaction((tx) => rebuildListPages(tx, batch))
 }

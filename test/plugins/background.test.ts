@@ -21,6 +21,7 @@ const STOP_ORDER = [
   'webhook deliveries retention',
   'discount sweep',
   'document backfill',
+  'list pages rebuild',
   'reservation expiry',
   'idempotency cleanup',
   'state poll',
