@@ -81,7 +81,7 @@ export const ConfigSchema = Type.Object({
   SEARCH_CACHE_MB: Type.Number({ default: 4, minimum: 0, description: 'Which products each search found (a page\'s ids and the total, about 1 KB a search) cached per instance, in megabytes of their JSON, kept at the first miss; the documents are read afresh. 0 caches none' }),
   CATALOG_CACHE_MAX_MS: Type.Integer({ default: 60000, minimum: 0, description: 'Longest a cached catalogue read lives when no change is signalled' }),
   LIST_PAGES_REBUILD_MS: Type.Integer({ default: 1000, minimum: 10, description: 'How often each instance builds again the pages of the unfiltered product list whose products changed (until then those pages are read from the products\' documents, exact but slower)' }),
-  LIST_PAGES_REBUILD_BATCH: Type.Integer({ default: 250, minimum: 1, maximum: 10000, description: 'Pages of the product list one rebuild builds at most (each reads its 25 documents and writes about 25 KB): bounds the database work an order flow causes' }),
+  LIST_PAGES_REBUILD_BATCH: Type.Integer({ default: 200, minimum: 1, maximum: 10000, description: 'Pages of the product list one rebuild builds at most (each reads its 25 documents and writes about 20 KB): bounds the database work an order flow causes' }),
 
   DISCOUNT_SWEEP_MS: Type.Integer({ default: 30000, minimum: 100, maximum: 60000, description: 'How often products whose discount window opened or closed get a new updatedAt (at most a minute late)' }),
   DISCOUNT_SWEEP_LOOKBACK_MS: Type.Integer({ default: 86400000, minimum: 60000, description: 'How far back the discount sweep looks for boundaries it may have missed (instances down, a restart)' }),
