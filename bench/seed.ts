@@ -4,8 +4,8 @@
 // a minute for 100,000 products (it upserts, checks references and hashes each product);
 // this takes seconds. It derives what the import derives (search text, availability, stock
 // on combinations, the list positions: db/products.ts renumberProducts itself, the product
-// documents: services/catalog.ts renderMissingDocuments, the list's kept pages: rebuildKeptPages) with the same rules; run.ts checks
-// the result against the app's answers.
+// documents: services/catalog.ts renderMissingDocuments, the list's kept pages:
+// rebuildKeptPages) with the same rules; run.ts checks the result against the app's answers.
 import { sql } from 'drizzle-orm'
 import { createApiKey } from '../db/api-keys.ts'
 import { execute, type Database, type Tx } from '../db/client.ts'
