@@ -392,17 +392,14 @@ export async function runStatement<T> (db: Tx, query: Statement, params: unknown
 /** A column's value as PostgreSQL sent it (text format), not decoded; null for NULL. */
 export type RawValue = Buffer | null
 
-/** Whether `db` runs on PostgreSQL, where runRaw can answer a row's bytes as they came. */
-export const answersRaw = (db: Tx): boolean => 'unsafe' in driverClient(db)
-
 /**
  * Runs a statement in `db` on PostgreSQL and answers each row as its columns' bytes, in the
  * statement's column order, without decoding them: for bytes passed on as they came.
  */
-export async function runRaw (db: Tx, query: Statement, params: unknown[] = []): Promise<RawValue[][]> {
+export async function runRaw (db: Tx, query: Statement): Promise<RawValue[][]> {
   const client = driverClient(db)
   if (!('unsafe' in client)) throw new Error('runRaw: PostgreSQL only')
-  return await client.unsafe(query.text, params).raw() as RawValue[][]
+  return await client.unsafe(query.text, []).raw() as RawValue[][]
 }
 
 /** A LIKE pattern matching `text` anywhere; its own %, _ and backslash are taken literally. */

@@ -19,7 +19,7 @@
 //   served either: the sweep rewrites those documents, which marks the page.
 import { sql } from 'drizzle-orm'
 import { PAGE_SIZE, type SortKey } from '../schemas/common.ts'
-import { answersRaw, runRaw, runStatement, statement, type Tx } from './client.ts'
+import { runStatement, statement, type Tx } from './client.ts'
 
 /** The pages kept whole: the whole catalogue's list (list positions `''`). */
 export const KEPT_LIST = ''
@@ -41,11 +41,8 @@ export const markPagesOf = (productIds: ReturnType<typeof sql>) => sql`insert in
 
 /** A kept page as it is stored. */
 export interface KeptPage {
-  /**
-   * The products' documents, joined by commas: the page's `items` without the brackets. On
-   * PostgreSQL the bytes as they came, never decoded: they are sent as they are.
-   */
-  items: string | Buffer
+  /** The products' documents, joined by commas: the page's `items` without the brackets. */
+  items: string
   etags: string
   ids: string[]
   priceChangesAt: Date | null
@@ -58,30 +55,17 @@ const READ_PAGE = statement(sql`select p.body, p.etags, p.product_ids, (extract(
     where p.list = ${KEPT} and p.page = $1::integer and p.body is not null
       and not exists (select 1 from product_list_page_changes c where c.list = ${KEPT} and c.page = $1::integer)`)
 
-type PageRow = [items: string | Buffer, etags: string, productIds: string, changesAt: number | null, nextSortName: string | null]
-
-async function readPageRow (db: Tx, page: number): Promise<PageRow | undefined> {
-  if (answersRaw(db)) {
-    const [row] = await runRaw(db, READ_PAGE, [page])
-    return row === undefined ? undefined : [row[0]!, row[1]!.toString(), row[2]!.toString(), row[3] === null ? null : Number(row[3]!.toString()), row[4]?.toString() ?? null]
-  }
-  const [row] = await runStatement<{ body: string, etags: string, product_ids: string, changes_at: number | null, next_sort_name: string | null }>(db, READ_PAGE, [page])
-  return row === undefined ? undefined : [row.body, row.etags, row.product_ids, row.changes_at, row.next_sort_name]
-}
-
 /** Page `page` of the whole list as kept, or null when it is not (unbuilt, marked, or past a price change). */
 export async function readKeptPage (db: Tx, page: number, now: Date): Promise<KeptPage | null> {
-  const row = await readPageRow(db, page)
-  if (row === undefined) return null
-  const [items, etags, productIds, changesAt, nextSortName] = row
-  if (changesAt !== null && changesAt <= now.getTime()) return null
-  const ids = productIds.split(',')
+  const [row] = await runStatement<{ body: string, etags: string, product_ids: string, changes_at: number | null, next_sort_name: string | null }>(db, READ_PAGE, [page])
+  if (row === undefined || (row.changes_at !== null && row.changes_at <= now.getTime())) return null
+  const ids = row.product_ids.split(',')
   return {
-    items,
-    etags,
+    items: row.body,
+    etags: row.etags,
     ids,
-    priceChangesAt: changesAt === null ? null : new Date(changesAt),
-    next: nextSortName === null ? null : [nextSortName, ids.at(-1)!]
+    priceChangesAt: row.changes_at === null ? null : new Date(row.changes_at),
+    next: row.next_sort_name === null ? null : [row.next_sort_name, ids.at(-1)!]
   }
 }
 

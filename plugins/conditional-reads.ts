@@ -26,7 +26,7 @@ export function matchesTag (ifNoneMatch: string | undefined, tag: string): boole
 
 export default fp(async function conditionalReadsPlugin (app) {
   app.addHook('onSend', async (request, reply, payload) => {
-    if (request.routeOptions.config.conditional !== true || reply.statusCode !== 200 || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return payload
+    if (request.routeOptions.config.conditional !== true || reply.statusCode !== 200 || typeof payload !== 'string') return payload
     // A stored document comes with its tag: no hashing per request.
     const tag = (reply.getHeader('etag') as string | undefined) ?? entityTag(payload)
     reply.header('etag', tag).header('cache-control', READ_CACHE_CONTROL)

@@ -22,8 +22,8 @@ export type { ProductFilters }
 
 export type ProductListQuery = Omit<ListProductsQuery, 'page' | 'cursor'>
 
-/** A read as it is sent: JSON (a Product or a ProductPage), as text or as UTF-8 bytes, and its entity tag. */
-export interface CatalogRead { body: string | Buffer, etag: string }
+/** A read as it is sent: JSON text (a Product or a ProductPage) and its entity tag. */
+export interface CatalogRead { body: string, etag: string }
 
 function guidList (value: string | undefined): string[] | undefined {
   const ids = value?.split(',').map((s) => s.trim().toLowerCase()).filter(isUuid)
@@ -57,7 +57,7 @@ export async function getProduct (database: Database, catalogCache: CatalogCache
 }
 
 /** A page's items as they are sent: their JSON joined by commas, their entity tags likewise, their ids. */
-interface PageItems { items: string | Buffer, etags: string, ids: string[], changesAt: Array<Date | null>, next: SortKey | null, total?: number }
+interface PageItems { items: string, etags: string, ids: string[], changesAt: Array<Date | null>, next: SortKey | null, total?: number }
 
 const itemsOf = (found: { items: ProductDocument[], next: SortKey | null, total?: number }): PageItems => ({
   items: found.items.map((i) => i.body).join(','),
@@ -68,16 +68,9 @@ const itemsOf = (found: { items: ProductDocument[], next: SortKey | null, total?
   total: found.total
 })
 
-const ITEMS_HEAD = '{"items":['
-const ITEMS_HEAD_BYTES = Buffer.from(ITEMS_HEAD)
-
-/**
- * A page's JSON from its items' stored JSON, in the key order of the ProductPage schema: as
- * bytes when the items came as bytes (a kept page), so they are copied once and never decoded.
- */
-function pageBody (items: string | Buffer, page: number, total: number, cursor: string | null): string | Buffer {
-  const tail = `],"page":${page},"pageSize":${PAGE_SIZE},"total":${total},"nextCursor":${JSON.stringify(cursor)}}`
-  return typeof items === 'string' ? `${ITEMS_HEAD}${items}${tail}` : Buffer.concat([ITEMS_HEAD_BYTES, items, Buffer.from(tail)])
+/** A page's JSON from its items' stored JSON, in the key order of the ProductPage schema. */
+function pageBody (items: string, page: number, total: number, cursor: string | null): string {
+  return `{"items":[${items}],"page":${page},"pageSize":${PAGE_SIZE},"total":${total},"nextCursor":${JSON.stringify(cursor)}}`
 }
 
 /**

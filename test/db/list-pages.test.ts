@@ -31,8 +31,7 @@ async function livePage (db: Tx, page: number) {
 
 async function keptPage (db: Tx, page: number) {
   const kept = await readKeptPage(db, page, new Date())
-  // On PostgreSQL the items come as bytes, to be sent as they are.
-  return kept === null ? null : { items: kept.items.toString(), etags: kept.etags, ids: kept.ids, next: kept.next }
+  return kept === null ? null : { items: kept.items, etags: kept.etags, ids: kept.ids, next: kept.next }
 }
 
 async function buildAll (database: Database): Promise<void> {

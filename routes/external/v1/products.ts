@@ -14,7 +14,7 @@ import { v1Errors, v1Headers } from './shared.ts'
 // The list's own parameters: none may come with a cursor (unknown ones are ignored, as always).
 const LIST_PRODUCTS_PARAMETERS = ['query', 'isAvailable', 'categoryIds', 'brandIds', 'barcode', 'sku', 'updatedSince'] as const
 
-function sendRead (reply: FastifyReply, read: CatalogRead): string | Buffer {
+function sendRead (reply: FastifyReply, read: CatalogRead): string {
   reply.header('etag', read.etag).type('application/json; charset=utf-8')
   return read.body
 }
