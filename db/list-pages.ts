@@ -83,8 +83,11 @@ export async function resetListPages (tx: Tx): Promise<void> {
 }
 
 // The marked pages this rebuild takes, locked; those another rebuild holds are left to it.
+// Drawn at random: under a flow of marks faster than the rebuilds, taking the first pages
+// each time would leave the last ones marked for good.
 const CLAIM_PAGES = statement(sql`select p.page from product_list_pages p
-    where p.list = ${KEPT} and p.page in (select distinct c.page from product_list_page_changes c where c.list = ${KEPT} order by 1 limit $1::integer)
+    where p.list = ${KEPT} and p.page in (
+      select m.page from (select distinct c.page from product_list_page_changes c where c.list = ${KEPT}) m order by random() limit $1::integer)
     order by p.page for update skip locked`)
 
 // Their marks deleted and their rows built, in one snapshot. Each page reads its positions

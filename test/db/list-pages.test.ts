@@ -112,6 +112,25 @@ t.test('a kept page is served only while it is the page the documents give', asy
   await expectServed(t, database, 'past the discount\'s end', all(Math.ceil((PRODUCTS + 31) / PAGE_SIZE)).filter((p) => p !== 1), Math.ceil((PRODUCTS + 31) / PAGE_SIZE))
 })
 
+t.test('under marks faster than the rebuild, no page is left out for good', async (t) => {
+  const { database } = await createTestDatabase(t)
+  await seedPlainProducts(database, PRODUCTS, { searchable: false })
+  // Every page marked (the renumbering did); then, before each rebuild of two pages, the first
+  // three are marked again, as a steady flow of orders on their products would.
+  const others = all().filter((p) => p > 3)
+  const left = async () => {
+    const { served } = await servedPages(database, PAGES)
+    return others.filter((p) => !served.includes(p))
+  }
+  let rebuilds = 0
+  while ((await left()).length > 0 && rebuilds < 200) {
+    await execute(database.db, sql`insert into product_list_page_changes (list, page) values ('', 1), ('', 2), ('', 3)`)
+    await rebuildKeptPages(database, 2)
+    rebuilds++
+  }
+  t.same(await left(), [], `every other page is served, after ${rebuilds} rebuilds of two pages`)
+})
+
 t.test('a page answers the same body and ETag whether it was kept or read from the documents', async (t) => {
   const { database } = await createTestDatabase(t)
   await seedPlainProducts(database, PRODUCTS, { searchable: false })
