@@ -22,7 +22,7 @@ import { PAGE_SIZE, type SortKey } from '../schemas/common.ts'
 import { runStatement, statement, type Tx } from './client.ts'
 
 /** The pages kept whole: the whole catalogue's list (list positions `''`). */
-export const KEPT_LIST = ''
+const KEPT_LIST = ''
 /** KEPT_LIST written into a statement (statements take no values but their parameters). */
 const KEPT = sql.raw(`'${KEPT_LIST}'`)
 const SIZE = sql.raw(String(PAGE_SIZE))
@@ -30,7 +30,7 @@ const SIZE = sql.raw(String(PAGE_SIZE))
 const NEXT = sql.raw(String(PAGE_SIZE + 1))
 
 /** The page a position of the whole list is on, in SQL (the page size written in: statements stay fixed). */
-export const pageOf = (position: string) => sql.raw(`(${position} - 1) / ${PAGE_SIZE} + 1`)
+const pageOf = (position: string) => sql.raw(`(${position} - 1) / ${PAGE_SIZE} + 1`)
 
 /**
  * For a statement that writes documents: inserts the marks of the pages showing the products
