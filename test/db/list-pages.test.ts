@@ -10,6 +10,7 @@ import type { App } from '../../app.ts'
 import { execute, openDatabase, type Database, type Tx } from '../../db/client.ts'
 import { readKeptPage } from '../../db/list-pages.ts'
 import { listProducts } from '../../db/products.ts'
+import { lockProducts, refreshProducts, writeDocuments } from '../../db/stock.ts'
 import { PAGE_SIZE } from '../../schemas/common.ts'
 import { rebuildKeptPages } from '../../services/catalog.ts'
 import { seedPlainProducts } from '../export.ts'
@@ -206,4 +207,37 @@ t.test('holds on two instances, imports and rebuilds on both at once: every page
   await expectServed(t, database, 'rebuilt after the race', all(pages), pages)
   const [marks] = await execute<{ n: number }>(database.db, sql`select count(*)::int as n from product_list_page_changes`)
   t.equal(marks!.n, 0, 'no mark is left behind')
+})
+
+t.test('a document written while a renumbering runs marks the page its product is on once the renumbering commits', { skip: usingPostgres ? false : 'needs TEST_DATABASE_URL: PGlite is one connection' }, async (t) => {
+  const { database } = await createTestDatabase(t, { poolSize: 10 })
+  await seedPlainProducts(database, PRODUCTS, { searchable: false })
+  await buildAll(database)
+  const app = await buildTestApp(t, { database, env: ENV })
+  const product = await productAt(database, 5 * PAGE_SIZE - 3)
+  // A stock write stays open after writing the product's document (its mark placed by the
+  // positions it saw); meanwhile an import adds products ahead of all, which moves the product
+  // to another page, and the pages are rebuilt.
+  let commit!: () => void
+  const committed = new Promise<void>((resolve) => { commit = resolve })
+  let written!: () => void
+  const wrote = new Promise<void>((resolve) => { written = resolve })
+  const write = database.db.transaction(async (tx) => {
+    const locks = await lockProducts(tx, [product])
+    await execute(tx, sql`update products set quantity = quantity - 7 where id = ${product}`)
+    await writeDocuments(tx, locks, await refreshProducts(tx, locks, [product], new Date()))
+    written()
+    await committed
+  })
+  await wrote
+  const imported = importProducts(app, Array.from({ length: 30 }, (_, i) => makeProduct({ name: `Aardvark ${i}` })))
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const rebuilt = buildAll(database)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  commit()
+  await Promise.all([write, imported, rebuilt])
+  await buildAll(database)
+  const pages = Math.ceil((PRODUCTS + 30) / PAGE_SIZE)
+  await expectServed(t, database, 'after the write, the import and the rebuilds', all(pages), pages)
+  t.match((await keptPage(database.db, Math.ceil((5 * PAGE_SIZE - 3 + 30) / PAGE_SIZE)))?.items, /"quantity":993,/, 'the product\'s new page shows its new stock')
 })
