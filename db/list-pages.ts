@@ -50,23 +50,40 @@ export interface KeptPage {
   next: SortKey | null
 }
 
-const READ_PAGE = statement(sql`select p.body, p.etags, p.product_ids, (extract(epoch from p.price_changes_at) * 1000)::float8 as changes_at, p.next_sort_name
+const PAGE_COLUMNS = sql`p.page, p.body, p.etags, p.product_ids, (extract(epoch from p.price_changes_at) * 1000)::float8 as changes_at, p.next_sort_name`
+// The marks are looked up once a statement (their condition names no row of the pages), not
+// once a page. One page keeps its generic plan; an array of pages is planned again at each
+// call, which the pages read together pay once.
+const READ_PAGE = statement(sql`select ${PAGE_COLUMNS}
     from product_list_pages p
     where p.list = ${KEPT} and p.page = $1::integer and p.body is not null
       and not exists (select 1 from product_list_page_changes c where c.list = ${KEPT} and c.page = $1::integer)`)
+const READ_PAGES = statement(sql`select ${PAGE_COLUMNS}
+    from product_list_pages p
+    where p.list = ${KEPT} and p.page = any($1::integer[]) and p.body is not null
+      and p.page <> all(array(select c.page from product_list_page_changes c where c.list = ${KEPT} and c.page = any($1::integer[])))`)
 
-/** Page `page` of the whole list as kept, or null when it is not (unbuilt, marked, or past a price change). */
-export async function readKeptPage (db: Tx, page: number, now: Date): Promise<KeptPage | null> {
-  const [row] = await runStatement<{ body: string, etags: string, product_ids: string, changes_at: number | null, next_sort_name: string | null }>(db, READ_PAGE, [page])
-  if (row === undefined || (row.changes_at !== null && row.changes_at <= now.getTime())) return null
-  const ids = row.product_ids.split(',')
-  return {
-    items: row.body,
-    etags: row.etags,
-    ids,
-    priceChangesAt: row.changes_at === null ? null : new Date(row.changes_at),
-    next: row.next_sort_name === null ? null : [row.next_sort_name, ids.at(-1)!]
+interface PageRow { page: number, body: string, etags: string, product_ids: string, changes_at: number | null, next_sort_name: string | null }
+
+/** Pages of the whole list as kept, by number; a page that is not (unbuilt, marked, or past a price change) is absent. */
+export async function readKeptPages (db: Tx, pages: readonly number[], now: Date): Promise<Map<number, KeptPage>> {
+  if (pages.length === 0) return new Map()
+  const rows = pages.length === 1
+    ? await runStatement<PageRow>(db, READ_PAGE, [pages[0]])
+    : await runStatement<PageRow>(db, READ_PAGES, [`{${pages.join(',')}}`])
+  const kept = new Map<number, KeptPage>()
+  for (const row of rows) {
+    if (row.changes_at !== null && row.changes_at <= now.getTime()) continue
+    const ids = row.product_ids.split(',')
+    kept.set(row.page, {
+      items: row.body,
+      etags: row.etags,
+      ids,
+      priceChangesAt: row.changes_at === null ? null : new Date(row.changes_at),
+      next: row.next_sort_name === null ? null : [row.next_sort_name, ids.at(-1)!]
+    })
   }
+  return kept
 }
 
 /**

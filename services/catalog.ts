@@ -4,7 +4,7 @@
 // product it shows, seen by any instance.
 import type { Database } from '../db/client.ts'
 import { recordEvents } from '../db/events.ts'
-import { readKeptPage, rebuildListPages } from '../db/list-pages.ts'
+import { readKeptPages, rebuildListPages, type KeptPage } from '../db/list-pages.ts'
 import {
   countMatchingProducts, findDiscountBoundaries, listGroupings, listProducts, readDocuments, touchDiscountBoundaries,
   type Grouping, type ProductDocument, type ProductFilters
@@ -12,6 +12,7 @@ import {
 import { findSearchMatches } from '../db/search.ts'
 import { lockFreeProducts, lockProductsToRender, ProductLocks } from '../db/stock.ts'
 import { entityTag } from '../lib/entity-tag.ts'
+import { TickBatch } from '../lib/tick-batch.ts'
 import { PAGE_SIZE, isUuid, type ListWindow, type SortKey } from '../schemas/common.ts'
 import type { CategoryPage, ListProductsQuery } from '../schemas/products.ts'
 import { VOLATILE, productTag, type CatalogCache } from './catalog-cache.ts'
@@ -48,9 +49,35 @@ export function productFilters (q: ProductListQuery): ProductFilters {
 /** Whether a stock change or a moved updatedAt may add a product to the list (not only change one it holds). */
 const isVolatile = (filters: ProductFilters) => filters.isAvailable !== undefined || filters.updatedSince !== undefined
 
-export async function getProduct (database: Database, catalogCache: CatalogCache, id: string): Promise<CatalogRead | null> {
-  return catalogCache.cachedRead(productTag(id), async () => {
-    const [found] = await database.readCatalog(catalogCache.version, (db) => readDocuments(db, [id]))
+/**
+ * What an instance's catalogue reads share: the database, the read cache, and the batches in
+ * which reads that miss the cache together go to the database together. Under concurrent
+ * requests one statement then reads the documents (or kept pages) of several: one round trip
+ * and one wake-up of a database backend instead of one each.
+ */
+export class CatalogReads {
+  readonly database: Database
+  readonly cache: CatalogCache
+  /** Product documents by id (lower case). */
+  readonly documents: TickBatch<string, ProductDocument>
+  /** The whole list's kept pages by number. */
+  readonly keptPages: TickBatch<number, KeptPage>
+
+  /** `batchSize`: the most documents or pages one statement reads. */
+  constructor (database: Database, cache: CatalogCache, batchSize: number) {
+    this.database = database
+    this.cache = cache
+    this.documents = new TickBatch(async (ids) => {
+      const found = await database.readCatalog(cache.version, (db) => readDocuments(db, ids))
+      return new Map(found.map((d) => [d.id, d]))
+    }, batchSize)
+    this.keptPages = new TickBatch((pages) => database.readCatalog(cache.version, (db) => readKeptPages(db, pages, new Date())), batchSize)
+  }
+}
+
+export async function getProduct (reads: CatalogReads, id: string): Promise<CatalogRead | null> {
+  return reads.cache.cachedRead(productTag(id), async () => {
+    const found = await reads.documents.load(id.toLowerCase())
     if (found === undefined) return null
     return { value: { body: found.body, etag: found.etag }, changesAt: [found.priceChangesAt], bytes: found.body.length, tags: [productTag(found.id)] }
   })
@@ -85,20 +112,19 @@ function pageTag (etags: string, page: number, total: number, cursor: string | n
 const isKeptPage = (filters: ProductFilters, window: ListWindow) =>
   window.after === null && Object.values(filters).every((v) => v === undefined)
 
-export async function listProductPage (database: Database, catalogCache: CatalogCache, cursorSecret: string, filters: ProductFilters, window: ListWindow): Promise<CatalogRead> {
+export async function listProductPage (reads: CatalogReads, cursorSecret: string, filters: ProductFilters, window: ListWindow): Promise<CatalogRead> {
+  const { database, cache: catalogCache } = reads
   const volatile = isVolatile(filters) ? [VOLATILE] : []
   // The page number is part of the key: the body and its nextCursor carry it, and two crawls
   // may reach the same sort key at different page numbers.
   const page = await catalogCache.cachedRead(`list:${JSON.stringify([filters, window.page, window.offset, window.after])}`, async () => {
     const { query, ...others } = filters
-    const found: PageItems = query
-      ? itemsOf(await searchPage(database, catalogCache, query, others, window, volatile))
-      : await database.readCatalog(catalogCache.version, async (db) => {
-        const kept = isKeptPage(filters, window) ? await readKeptPage(db, window.page, new Date()) : null
-        return kept !== null
-          ? { items: kept.items, etags: kept.etags, ids: kept.ids, changesAt: [kept.priceChangesAt], next: kept.next }
-          : itemsOf(await listProducts(db, others, window))
-      })
+    const kept = isKeptPage(filters, window) ? await reads.keptPages.load(window.page) : undefined
+    const found: PageItems = kept !== undefined
+      ? { items: kept.items, etags: kept.etags, ids: kept.ids, changesAt: [kept.priceChangesAt], next: kept.next }
+      : query
+        ? itemsOf(await searchPage(reads, query, others, window, volatile))
+        : itemsOf(await database.readCatalog(catalogCache.version, (db) => listProducts(db, others, window)))
     // Counting every match again for each page is what made deep crawls slow: the total of a
     // filter is kept until the catalogue changes.
     const total = found.total !== undefined
@@ -129,13 +155,14 @@ const UUID_LENGTH = 36
  * ran lately (finding them reads every match), their documents from the database, as any
  * list page's do. The query's case does not change what it finds.
  */
-async function searchPage (database: Database, catalogCache: CatalogCache, query: string, others: Omit<ProductFilters, 'query'>, window: ListWindow, tags: string[]) {
+async function searchPage ({ database, cache: catalogCache }: CatalogReads, query: string, others: Omit<ProductFilters, 'query'>, window: ListWindow, tags: string[]) {
   const key = `search:${JSON.stringify([query.toLowerCase(), others, window.offset, window.after, window.limit])}`
   const matches = (await catalogCache.cachedMatches<KeptMatches>(key, async () => {
     const found = await database.readCatalog(catalogCache.version, (db) => findSearchMatches(db, query, others, window))
     return { value: { ids: found.ids.join(''), next: found.next, total: found.total }, changesAt: [], tags }
   }))!
   const ids = Array.from({ length: matches.ids.length / UUID_LENGTH }, (_, i) => matches.ids.slice(i * UUID_LENGTH, (i + 1) * UUID_LENGTH))
+  // One statement, not the shared batches: a page shows its products as of one moment.
   const items = await database.readCatalog(catalogCache.version, (db) => readDocuments(db, ids))
   return { next: matches.next, total: matches.total, items }
 }

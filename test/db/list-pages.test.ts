@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import type { App } from '../../app.ts'
 import { execute, openDatabase, type Database, type Tx } from '../../db/client.ts'
-import { readKeptPage } from '../../db/list-pages.ts'
+import { readKeptPages } from '../../db/list-pages.ts'
 import { listProducts } from '../../db/products.ts'
 import { lockProducts, refreshProducts, writeDocuments } from '../../db/stock.ts'
 import { PAGE_SIZE } from '../../schemas/common.ts'
@@ -31,8 +31,8 @@ async function livePage (db: Tx, page: number) {
 }
 
 async function keptPage (db: Tx, page: number) {
-  const kept = await readKeptPage(db, page, new Date())
-  return kept === null ? null : { items: kept.items, etags: kept.etags, ids: kept.ids, next: kept.next }
+  const kept = (await readKeptPages(db, [page], new Date())).get(page)
+  return kept === undefined ? null : { items: kept.items, etags: kept.etags, ids: kept.ids, next: kept.next }
 }
 
 async function buildAll (database: Database): Promise<void> {

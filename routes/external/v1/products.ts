@@ -35,9 +35,9 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request, reply) => {
     const { cursor, page, ...query } = request.query
-    if (cursor === undefined) return sendRead(reply, await listProductPage(app.database, app.catalogCache, app.cursorSecret, productFilters(query), pageWindow(page)))
+    if (cursor === undefined) return sendRead(reply, await listProductPage(app.catalogReads, app.cursorSecret, productFilters(query), pageWindow(page)))
     const resumed = openListCursor<ProductFilters>(app.cursorSecret, 'products', cursor, { page, ...pick(query, LIST_PRODUCTS_PARAMETERS) })
-    return sendRead(reply, await listProductPage(app.database, app.catalogCache, app.cursorSecret, resumed.filters, resumed.window))
+    return sendRead(reply, await listProductPage(app.catalogReads, app.cursorSecret, resumed.filters, resumed.window))
   })
 
   app.get('/products/:id', {
@@ -59,7 +59,7 @@ const products: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request, reply) => {
     if (!isUuid(request.params.id)) throw apiError('invalid_product_id')
-    const product = await getProduct(app.database, app.catalogCache, request.params.id)
+    const product = await getProduct(app.catalogReads, request.params.id)
     if (product === null) throw apiError('product_not_found')
     return sendRead(reply, product)
   })
