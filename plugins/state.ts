@@ -1,8 +1,9 @@
 // Adds what each instance keeps in memory of the database: the store's settings
-// (`app.store`), the catalogue read cache and the reads through it (`app.catalogReads`), the secret list cursors are sealed with, the API
-// key cache, and the stock keeper every stock write runs through (`app.stock`), which tells
-// this instance's cache what each committed write changed. The settings, the catalogue version and the secret are read here, before
-// the first request; keeping them current is background work (plugins/background.ts).
+// (`app.store`), the catalogue read cache and the reads through it (`app.catalogReads`), the
+// secret list cursors are sealed with, the API key cache, and the stock keeper every stock
+// write runs through (`app.stock`), which tells this instance's cache what each committed
+// write changed. The settings, the catalogue version and the secret are read here, before the
+// first request; keeping them current is background work (plugins/background.ts).
 import fp from 'fastify-plugin'
 import { ApiKeyCache } from '../services/api-keys.ts'
 import { CatalogCache } from '../services/catalog-cache.ts'
