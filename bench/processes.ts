@@ -102,6 +102,9 @@ function stopper (child: ChildProcess): () => Promise<void> {
   }
 }
 
+/** The bare server runs with Node's defaults; BENCH_BARE_NODE_ARGS (space-separated) gives it flags, to trace a ceiling as the app. */
+const bareNodeFlags = (): string[] => (process.env.BENCH_BARE_NODE_ARGS ?? '').split(' ').filter(Boolean)
+
 /** The compiled app server loads its modules as `storefront serve` does (bench/module-hooks.ts). */
 const moduleHookFlags = (runtime: Runtime): string[] =>
   runtime.compiledDir ? ['--import', pathToFileURL(join(runtime.compiledDir, 'bench', 'module-hooks.js')).href] : []
@@ -120,7 +123,7 @@ export async function startAppServer (runtime: Runtime, options: AppServerOption
 }
 
 export async function startBareServer (runtime: Runtime, data: BareServerData): Promise<Server> {
-  const child = start(runtime, 'bare-server', [])
+  const child = start(runtime, 'bare-server', [], bareNodeFlags())
   try {
     await nextMessage<FromBareServer>(child, (m) => m.type === 'waiting')
     child.send(data)
