@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import type { App } from '../../app.ts'
 import { execute, openDatabase, type Database, type Tx } from '../../db/client.ts'
-import { readKeptPages } from '../../db/list-pages.ts'
+import { readKeptPages, type KeptPage } from '../../db/list-pages.ts'
 import { listProducts } from '../../db/products.ts'
 import { lockProducts, refreshProducts, writeDocuments } from '../../db/stock.ts'
 import { PAGE_SIZE } from '../../schemas/common.ts'
@@ -30,9 +30,12 @@ async function livePage (db: Tx, page: number) {
   return { items: items.map((i) => i.body).join(','), etags: items.map((i) => i.etag).join(','), ids: items.map((i) => i.id), next }
 }
 
+/** What a kept page serves, in the shape livePage gives it. */
+const servedShape = (kept: KeptPage) => ({ items: kept.items, etags: kept.etags, ids: kept.ids, next: kept.next })
+
 async function keptPage (db: Tx, page: number) {
   const kept = (await readKeptPages(db, [page], new Date())).get(page)
-  return kept === undefined ? null : { items: kept.items, etags: kept.etags, ids: kept.ids, next: kept.next }
+  return kept === undefined ? null : servedShape(kept)
 }
 
 async function buildAll (database: Database): Promise<void> {
@@ -51,7 +54,7 @@ async function servedPages (database: Database, pages: number): Promise<{ served
     for (let page = 1; page <= pages; page++) {
       const found = keptPages.get(page)
       if (found === undefined) continue
-      const kept = { items: found.items, etags: found.etags, ids: found.ids, next: found.next }
+      const kept = servedShape(found)
       const live = await livePage(db, page)
       served.push(page)
       if (JSON.stringify(kept) !== JSON.stringify(live)) wrong.push(`page ${page}: kept ${kept.ids.length} items ending ${kept.ids.at(-1)}, live ${live.ids.length} ending ${live.ids.at(-1)}`)
