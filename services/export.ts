@@ -32,6 +32,11 @@ export const EXPORTS_PER_KEY = 2
 export const EXPORT_RETRY_AFTER_SECONDS = 10
 /** Rows a FETCH reads: a few hundred kilobytes of documents. */
 const BATCH_ROWS = 500
+/**
+ * FETCHes kept in flight. With one, the database idled after each batch until the app, having
+ * read its last row, asked for the next; with two, the next request is already waiting.
+ */
+const FETCHES_IN_FLIGHT = 2
 /** Lines are sent in pieces of about this many bytes (what the stream buffers ahead). */
 const CHUNK_BYTES = 64 * 1024
 const NEWLINE = Buffer.from('\n')
@@ -246,17 +251,21 @@ export class Exporter {
       // On PostgreSQL each line is passed on as the bytes it was read in, never decoded into
       // text and encoded again.
       const fetch = this.#database.kind === 'pglite' ? fetchRows : fetchRawRows
-      let next = fetch(tx, BATCH_ROWS)
+      // Batches are asked for ahead of need: the connection answers them in turn, so the
+      // database is already reading the next one when the app takes a batch, instead of
+      // waiting for the app to ask. If sending fails, the transaction rolls back and the reads
+      // still asked fail with it: nobody awaits them then.
+      const ask = () => {
+        const batch = fetch(tx, BATCH_ROWS)
+        batch.catch(() => {})
+        return batch
+      }
+      const asked = Array.from({ length: FETCHES_IN_FLIGHT }, ask)
       for (let first = true; ; first = false) {
-        const rows = await next
+        const rows = await asked.shift()!
         if (first) opened(changesCursor)
-        // The next batch is read while this one is turned into lines and sent. If sending
-        // fails, the transaction rolls back and that read fails with it: nobody awaits it then.
         const more = rows.length === BATCH_ROWS
-        if (more) {
-          next = fetch(tx, BATCH_ROWS)
-          next.catch(() => {})
-        }
+        if (more) asked.push(ask())
         for (const line of await linesOf(tx, rows, source, now)) {
           pending.add(line)
           count++
@@ -264,6 +273,8 @@ export class Exporter {
         }
         if (!more) break
       }
+      // Past the end those reads find no rows; the transaction ends after them.
+      await Promise.all(asked)
       return { changesCursor, tail: pending.take(exportEndLine(count, changesCursor)) }
     })
   }

@@ -6,6 +6,9 @@
 //                  server behind it is gone.
 //   stall()        connections stay open but no byte gets through, either way: a network
 //                  that black-holes packets, which only timeouts can detect.
+// It also lets a test see what clients send (sent()) and hold the server's answers once a
+// client has sent a given text (holdRepliesAfter()), to see what a client asks before it has
+// an answer.
 import { once } from 'node:events'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 
@@ -20,6 +23,11 @@ export interface TcpProxy {
   cut: (mode?: CutMode) => void
   /** Keeps connections open but forwards nothing, until restore(). */
   stall: () => void
+  /** Everything clients have sent to the server so far, as latin1 text. */
+  sent: () => string
+  /** From when a client sends `marker` on, the server's bytes are kept back (in order) until releaseReplies(). */
+  holdRepliesAfter: (marker: string) => void
+  releaseReplies: () => void
   /** Forwards again; connections that lived through a stall are dropped (their bytes were lost). */
   restore: () => Promise<void>
   close: () => Promise<void>
@@ -43,9 +51,20 @@ export async function startTcpProxy (target: { host: string, port: number }): Pr
     socket.on('error', () => {})
   }
 
-  const forward = (from: Socket, to: Socket) => {
+  let sent = ''
+  let holdMarker: string | null = null
+  let holding = false
+  const held: Array<{ to: Socket, chunk: Buffer }> = []
+  const forward = (from: Socket, to: Socket, direction: 'up' | 'down') => {
     from.on('data', (chunk: Buffer) => {
-      if (state === 'open' && !to.destroyed) to.write(chunk)
+      if (direction === 'up') {
+        sent += chunk.toString('latin1')
+        // Seen in this chunk or across its start (a text split between two chunks).
+        if (holdMarker !== null && sent.includes(holdMarker, sent.length - chunk.length - holdMarker.length)) holding = true
+      }
+      if (state !== 'open' || to.destroyed) return
+      if (direction === 'down' && holding) held.push({ to, chunk })
+      else to.write(chunk)
     })
     from.once('close', () => to.destroy())
   }
@@ -66,8 +85,8 @@ export async function startTcpProxy (target: { host: string, port: number }): Pr
     }
     const upstream = createConnection(target)
     track(upstream)
-    forward(client, upstream)
-    forward(upstream, client)
+    forward(client, upstream, 'up')
+    forward(upstream, client, 'down')
   })
 
   const listen = async (port: number) => {
@@ -100,6 +119,15 @@ export async function startTcpProxy (target: { host: string, port: number }): Pr
       // Not listening any more: the kernel refuses new connections on this port.
       if (mode === 'refuse') stopListening().catch(() => {})
       dropAll()
+    },
+    sent: () => sent,
+    holdRepliesAfter: (marker) => {
+      holdMarker = marker
+    },
+    releaseReplies: () => {
+      holdMarker = null
+      holding = false
+      for (const { to, chunk } of held.splice(0)) if (!to.destroyed) to.write(chunk)
     },
     stall: () => {
       state = 'stalled'

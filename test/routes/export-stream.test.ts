@@ -3,14 +3,15 @@
 // server mid-stream, so what a stalled or departed client costs can be seen. Two at once per
 // key, a third refused (across instances on PostgreSQL); the instance's own limit; the idle
 // disconnect, and a slow client that is not idle; a client that leaves; and, through a TCP
-// proxy the test cuts, 503 before the first byte and a cut without the closing line after it.
+// proxy the test cuts, 503 before the first byte and a cut without the closing line after it;
+// through the same proxy, that the app asks for the next rows before it has the first ones.
 import { sql } from 'drizzle-orm'
 import t from 'tap'
 import type { App } from '../../app.ts'
 import { execute, openDatabase } from '../../db/client.ts'
 import { EXPORT_BUSY_RETRY_AFTER_SECONDS, EXPORT_RETRY_AFTER_SECONDS } from '../../services/export.ts'
 import { seedPlainProducts, SocketExport } from '../export.ts'
-import { authHeaders, buildTestApp, createTestDatabase, expectError, makeKey, until, UNLIMITED, usingPostgres } from '../helper.ts'
+import { authHeaders, buildTestApp, createTestDatabase, expectError, makeKey, sleep, until, UNLIMITED, usingPostgres } from '../helper.ts'
 import { startTcpProxy } from '../tcp-proxy.ts'
 
 t.setTimeout(180_000)
@@ -169,4 +170,33 @@ t.test('the database lost: 503 before the first byte; after it, the body ends wi
     return res.statusCode === 200 ? res : undefined
   }, 20_000)
   t.match(recovered.body, /"exportEnd":\{"count":1,/)
+})
+
+t.test('the next batch is asked for before the first one has arrived (PostgreSQL)', { skip: usingPostgres ? false : 'needs TEST_DATABASE_URL' }, async (t) => {
+  const target = new URL(databaseUrl!)
+  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
+  const proxied = await openDatabase({ url: proxy.urlFor(databaseUrl!), poolSize: 4 })
+  t.teardown(async () => {
+    proxy.releaseReplies()
+    await proxied.close()
+    await proxy.close()
+  })
+  const watched = await buildTestApp(t, { database: proxied, env, contract: false })
+  await watched.listen({ host: '127.0.0.1', port: 0 })
+  const fetches = () => proxy.sent().match(/fetch forward/gi)?.length ?? 0
+
+  // The database's answers are held from the first FETCH on: what the app asks meanwhile, it
+  // asks without having read a row.
+  proxy.holdRepliesAfter('fetch forward')
+  const reading = open(watched)
+  await until('two FETCHes to be sent', () => fetches() >= 2 ? true : undefined, 10_000)
+  await sleep(300)
+  t.equal(fetches(), 2, 'two batches asked for, and no more before one arrives')
+
+  proxy.releaseReplies()
+  const reader = await reading
+  t.equal(reader.status, 200)
+  t.equal(await reader.finish(), 'complete')
+  t.equal(reader.lines, PRODUCTS + 1, 'every product once, and the closing line')
+  t.equal(fetches(), PRODUCTS / 500 + 2, 'a FETCH a batch of 500, one that finds the end and one asked past it')
 })
