@@ -6,13 +6,13 @@
 // proxy the test cuts, 503 before the first byte and a cut without the closing line after it;
 // through the same proxy, that the app asks for the next rows before it has the first ones.
 import { sql } from 'drizzle-orm'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import type { App } from '../../app.ts'
 import { execute, openDatabase } from '../../db/client.ts'
 import { EXPORT_BUSY_RETRY_AFTER_SECONDS, EXPORT_RETRY_AFTER_SECONDS } from '../../services/export.ts'
 import { seedPlainProducts, SocketExport } from '../export.ts'
 import { authHeaders, buildTestApp, createTestDatabase, expectError, makeKey, sleep, until, UNLIMITED, usingPostgres } from '../helper.ts'
-import { startTcpProxy } from '../tcp-proxy.ts'
+import { startTcpProxy, type TcpProxy } from '../tcp-proxy.ts'
 
 t.setTimeout(180_000)
 const PRODUCTS = 12_000
@@ -39,6 +39,22 @@ async function openTransactions (): Promise<number> {
     where datname = current_database() and pid <> pg_backend_pid() and state like 'idle in transaction%'
       and (query like '%export_rows%' or query like '%idle_in_transaction_session_timeout%')`)
   return rows.length
+}
+
+/** An instance listening on a port, whose database connections go through a TCP proxy the test controls. */
+async function throughProxy (t: Test, instanceEnv: Record<string, string>): Promise<{ proxy: TcpProxy, app: App }> {
+  const target = new URL(databaseUrl!)
+  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
+  const proxied = await openDatabase({ url: proxy.urlFor(databaseUrl!), poolSize: 4 })
+  t.teardown(async () => {
+    proxy.releaseReplies()
+    await proxy.restore()
+    await proxied.close()
+    await proxy.close()
+  })
+  const instance = await buildTestApp(t, { database: proxied, env: instanceEnv, contract: false })
+  await instance.listen({ host: '127.0.0.1', port: 0 })
+  return { proxy, app: instance }
 }
 
 /**
@@ -134,17 +150,8 @@ t.test('two instances share the two slots of a key (PostgreSQL)', { skip: usingP
 })
 
 t.test('the database lost: 503 before the first byte; after it, the body ends without the closing line (PostgreSQL)', { skip: usingPostgres ? false : 'needs TEST_DATABASE_URL' }, async (t) => {
-  const target = new URL(databaseUrl!)
-  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
-  const proxied = await openDatabase({ url: proxy.urlFor(databaseUrl!), poolSize: 4 })
-  t.teardown(async () => {
-    await proxy.restore()
-    await proxied.close()
-    await proxy.close()
-  })
   // Keys are trusted from the instance's cache (its longest allowed life) meanwhile, so only the export needs the database.
-  const cut = await buildTestApp(t, { database: proxied, env: { ...env, KEY_CACHE_TTL_MS: '5000' }, contract: false })
-  await cut.listen({ host: '127.0.0.1', port: 0 })
+  const { proxy, app: cut } = await throughProxy(t, { ...env, KEY_CACHE_TTL_MS: '5000' })
   t.equal((await cut.inject({ url: '/external/v1/orders/export', headers: authHeaders(key) })).statusCode, 200, 'before the cut')
 
   proxy.cut()
@@ -173,16 +180,7 @@ t.test('the database lost: 503 before the first byte; after it, the body ends wi
 })
 
 t.test('the next batch is asked for before the first one has arrived (PostgreSQL)', { skip: usingPostgres ? false : 'needs TEST_DATABASE_URL' }, async (t) => {
-  const target = new URL(databaseUrl!)
-  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
-  const proxied = await openDatabase({ url: proxy.urlFor(databaseUrl!), poolSize: 4 })
-  t.teardown(async () => {
-    proxy.releaseReplies()
-    await proxied.close()
-    await proxy.close()
-  })
-  const watched = await buildTestApp(t, { database: proxied, env, contract: false })
-  await watched.listen({ host: '127.0.0.1', port: 0 })
+  const { proxy, app: watched } = await throughProxy(t, env)
   const fetches = () => proxy.sent().match(/fetch forward/gi)?.length ?? 0
 
   // The database's answers are held from the first FETCH on: what the app asks meanwhile, it
