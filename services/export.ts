@@ -31,7 +31,7 @@ export const EXPORTS_PER_KEY = 2
 /** What the 429 of a third export suggests waiting, in seconds. */
 export const EXPORT_RETRY_AFTER_SECONDS = 10
 /** Rows a FETCH reads: a few hundred kilobytes of documents. */
-const BATCH_ROWS = 500
+export const BATCH_ROWS = 500
 /**
  * FETCHes kept in flight. With one, the database idled after each batch until the app, having
  * read its last row, asked for the next; with two, the next request is already waiting.

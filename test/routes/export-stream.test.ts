@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm'
 import t, { type Test } from 'tap'
 import type { App } from '../../app.ts'
 import { execute, openDatabase } from '../../db/client.ts'
-import { EXPORT_BUSY_RETRY_AFTER_SECONDS, EXPORT_RETRY_AFTER_SECONDS } from '../../services/export.ts'
+import { BATCH_ROWS, EXPORT_BUSY_RETRY_AFTER_SECONDS, EXPORT_RETRY_AFTER_SECONDS } from '../../services/export.ts'
 import { seedPlainProducts, SocketExport } from '../export.ts'
 import { authHeaders, buildTestApp, createTestDatabase, expectError, makeKey, sleep, until, UNLIMITED, usingPostgres } from '../helper.ts'
 import { startTcpProxy, type TcpProxy } from '../tcp-proxy.ts'
@@ -196,5 +196,5 @@ t.test('the next batch is asked for before the first one has arrived (PostgreSQL
   t.equal(reader.status, 200)
   t.equal(await reader.finish(), 'complete')
   t.equal(reader.lines, PRODUCTS + 1, 'every product once, and the closing line')
-  t.equal(fetches(), PRODUCTS / 500 + 2, 'a FETCH a batch of 500, one that finds the end and one asked past it')
+  t.equal(fetches(), Math.floor(PRODUCTS / BATCH_ROWS) + 2, 'the two asked first, and one more for each full batch')
 })
