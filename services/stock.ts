@@ -340,10 +340,11 @@ export class StockKeeper {
    * stored response (`replayed`), or idempotency_key_reused for another body.
    */
   async runIdempotent<R> (idempotency: IdempotentRequest<R> | null, work: (shelf: Shelf) => Promise<R>, now = new Date(), deadline?: WriteDeadline): Promise<StockWritten<R>> {
+    // Without a deadline of its own (the CLI, the sweeps), one that never passes.
+    const within = deadline ?? new WriteDeadline()
     for (let attempt = 1; ; attempt++) {
       try {
-        // Without a deadline of its own (the CLI, the sweeps), one that never passes.
-        const outcome = await (deadline ?? new WriteDeadline()).transaction(this.database.db, (tx) => this.#write(tx, idempotency, work, now))
+        const outcome = await within.transaction(this.database.db, (tx) => this.#write(tx, idempotency, work, now))
         if (outcome.replayed) {
           if (outcome.record.requestHash !== idempotency!.requestHash) throw apiError('idempotency_key_reused')
           return outcome
@@ -352,6 +353,8 @@ export class StockKeeper {
         return { replayed: false, result: outcome.result }
       } catch (err) {
         if (!isContention(err)) throw err
+        // Refused, perhaps at its commit: nothing was written, and the retry keeps the deadline.
+        within.rolledBack()
         if (attempt >= STOCK_RETRY.attempts) {
           this.#options.log?.warn({ err }, 'stock write kept meeting contention')
           throw apiError('service_unavailable', 'The stock is busy with other writes; retry shortly', { headers: { 'retry-after': '1' } })

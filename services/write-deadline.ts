@@ -4,7 +4,9 @@
 // So it answers 503 only while the write has not begun to commit: the write's transaction asks
 // `beginCommit` last, and past the deadline that throws and the transaction rolls back. Once
 // the commit has begun the deadline waits for its outcome (bounded by the statement timeout).
-// Both run on the one JavaScript thread, so exactly one of the two wins.
+// Both run on the one JavaScript thread, so exactly one of the two wins. A commit PostgreSQL
+// refused (contention, which the caller retries) wrote nothing: the deadline holds again for
+// the retry, and if it passed meanwhile the write stops there.
 import type { Db, Tx } from '../db/client.ts'
 import { apiError } from '../errors.ts'
 
@@ -12,6 +14,8 @@ const expired = () => apiError('service_unavailable', 'The write did not finish 
 
 export class WriteDeadline {
   #state: 'writing' | 'committing' | 'expired' = 'writing'
+  /** The deadline has passed, whatever the write was doing then. */
+  #passed = false
 
   /**
    * Runs `write` with `ms` left before the deadline: its result, or 503 service_unavailable
@@ -22,6 +26,7 @@ export class WriteDeadline {
     let timer: NodeJS.Timeout | undefined
     const passed = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => {
+        deadline.#passed = true
         if (deadline.#state !== 'writing') return
         deadline.#state = 'expired'
         reject(expired())
@@ -53,5 +58,14 @@ export class WriteDeadline {
   beginCommit (): void {
     this.check()
     this.#state = 'committing'
+  }
+
+  /**
+   * The transaction rolled back (PostgreSQL said so), so nothing was written, and the write is
+   * about to be tried again: it is bound by the deadline again, and past it this throws.
+   */
+  rolledBack (): void {
+    this.#state = this.#passed ? 'expired' : 'writing'
+    this.check()
   }
 }

@@ -2,8 +2,9 @@
 // where Fastify 5.12's own handler deadline does not hold (it ends when the body has been
 // read). Past it (ORDER_TIMEOUT_MS for orders and holds, HANDLER_TIMEOUT_MS for the rest) a
 // write that has not begun to commit answers 503 and leaves nothing behind, so a retry is
-// safe; one whose commit has begun answers what it wrote. Another connection holds the row's
-// lock, or slows the commit, on the real PostgreSQL.
+// safe; one whose commit has begun answers what it wrote, and one whose commit PostgreSQL
+// refused wrote nothing and is retried only within the deadline. Another connection holds
+// the row's lock, or a deferred trigger slows or refuses the commit, on the real PostgreSQL.
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import t from 'tap'
@@ -187,4 +188,50 @@ t.test('a test order\'s status change still waiting at the deadline answers 503 
   const [row] = await execute<{ status: string, events: number }>(r.app.database.db, sql`select status,
     (select count(*)::int from change_events where type = 'order.status_changed') as events from orders where id = ${order.id}`)
   t.same(row, { status: 'pending', events: 0 }, 'still pending, and no order.status_changed')
+})
+
+/** A deferred trigger on orders: the first order's commit waits `sleepMs`, then PostgreSQL refuses it as contention (40001), as a serialization failure at commit would; the app retries. */
+async function refuseFirstCommit (rig: Rig, sleepMs: number): Promise<void> {
+  await rig.other.unsafe(`create sequence refused_commits;
+    create function refuse_first_commit() returns trigger language plpgsql as $$ begin
+      if nextval('refused_commits') = 1 then
+        perform pg_sleep(${sleepMs / 1000});
+        raise exception 'refused at commit' using errcode = '40001';
+      end if;
+      return null;
+    end $$;
+    create constraint trigger refuse_first_commit after insert on orders deferrable initially deferred for each row execute function refuse_first_commit()`)
+}
+
+t.test('an order whose commit was refused after the deadline passed is not tried again: 503, nothing written', needsPostgres, async (t) => {
+  const r = await rig(t)
+  const before = await orderSnapshot(r.app)
+  // The commit began before the deadline, so the deadline waited for it; refused, it wrote nothing.
+  await refuseFirstCommit(r, DEADLINE_MS + 300)
+  const late = await send(r, 'POST', '/orders', orderBody([{ productId: r.mug.id, quantity: 3 }]), { 'idempotency-key': 'refused-1' })
+  expectError(t, late, 503, 'service_unavailable', { message: /nothing was written/, what: 'the order' })
+  t.ok(late.ms >= DEADLINE_MS + 300 && late.ms < DEADLINE_MS + 1500, `answered when the refused commit ended (${late.ms} ms), not after a retry`)
+  await quiet(r)
+  t.same(await orderSnapshot(r.app), before, 'no order, no stock taken, no idempotency record')
+  const [calls] = await r.other<Array<{ n: string }>>`select last_value::text as n from refused_commits`
+  t.equal(calls!.n, '1', 'no second attempt reached its commit')
+
+  const retried = await send(r, 'POST', '/orders', orderBody([{ productId: r.mug.id, quantity: 3 }]), { 'idempotency-key': 'refused-1' })
+  t.equal(retried.statusCode, 201, retried.body)
+  t.equal(await productStock(r.app, r.mug.id), 7, 'the client\'s retry takes its stock once')
+})
+
+t.test('an order retried after a refused commit is still bound by the deadline: 503 when the retry waits past it', needsPostgres, async (t) => {
+  const r = await rig(t)
+  const before = await orderSnapshot(r.app)
+  await refuseFirstCommit(r, 300)
+  const late = send(r, 'POST', '/orders', orderBody([{ productId: r.mug.id, quantity: 3 }]))
+  // While the first attempt's commit sleeps (holding the product), another transaction asks for
+  // the product's lock: it gets it when that attempt rolls back, before the retry asks.
+  await sleep(100)
+  const lock = await holdLock(r, DEADLINE_MS + 1000)
+  expectDeadline(t, await late, 'the retried order')
+  await lock.released
+  await quiet(r)
+  t.same(await orderSnapshot(r.app), before, 'no order, no stock taken')
 })
