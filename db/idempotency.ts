@@ -40,10 +40,13 @@ export async function findIdempotencyRecord (tx: Tx, apiKeyId: string, key: stri
   }
 }
 
+// Written once a request, in the order's transaction: a fixed statement, planned once a connection.
+const STORE_RESPONSE = statement(sql`update idempotency_keys
+    set status_code = 201, response_body = $3::jsonb, response_version = $4::integer, response_headers = jsonb_build_object('location', $5::text)
+    where api_key_id = $1::uuid and key = $2::text`)
+
 export async function storeIdempotentResponse (tx: Tx, apiKeyId: string, key: string, response: { body: unknown, shapeVersion: number, location: string }): Promise<void> {
-  await tx.update(idempotencyKeys)
-    .set({ statusCode: 201, responseBody: response.body, responseVersion: response.shapeVersion, responseHeaders: { location: response.location } })
-    .where(and(eq(idempotencyKeys.apiKeyId, apiKeyId), eq(idempotencyKeys.key, key)))
+  await runStatement(tx, STORE_RESPONSE, [apiKeyId, key, JSON.stringify(response.body), response.shapeVersion, response.location])
 }
 
 export async function deleteExpiredIdempotencyKeys (db: Tx): Promise<number> {
