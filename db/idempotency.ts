@@ -1,8 +1,7 @@
 // Idempotency-Key records in SQL: a request claims its key in the transaction of its write
 // (an order, a hold), stores its response there, and a retry finds that response.
-import { and, eq, sql } from 'drizzle-orm'
+import { sql } from 'drizzle-orm'
 import { execute, runStatement, statement, type Tx } from './client.ts'
-import { idempotencyKeys } from './schema.ts'
 
 /** What was stored for an Idempotency-Key. */
 export interface IdempotencyRecord {
@@ -28,16 +27,15 @@ export async function claimIdempotencyKey (tx: Tx, claim: IdempotencyClaim): Pro
   return row!.claimed
 }
 
+// Read when a key was already claimed (a retry): a fixed statement, like the claim and the store.
+const FIND_RECORD = statement(sql`select request_hash, response_body, response_version, response_headers ->> 'location' as location
+    from idempotency_keys
+    where api_key_id = $1::uuid and key = $2::text and expires_at > now() and status_code is not null`)
+
 export async function findIdempotencyRecord (tx: Tx, apiKeyId: string, key: string): Promise<IdempotencyRecord | null> {
-  const [row] = await tx.select().from(idempotencyKeys)
-    .where(and(eq(idempotencyKeys.apiKeyId, apiKeyId), eq(idempotencyKeys.key, key), sql`${idempotencyKeys.expiresAt} > now()`))
-  if (!row || row.statusCode === null) return null
-  return {
-    requestHash: row.requestHash,
-    body: row.responseBody,
-    shapeVersion: row.responseVersion,
-    location: (row.responseHeaders as { location: string }).location
-  }
+  const [row] = await runStatement<{ request_hash: string, response_body: unknown, response_version: number, location: string }>(tx, FIND_RECORD, [apiKeyId, key])
+  if (!row) return null
+  return { requestHash: row.request_hash, body: row.response_body, shapeVersion: row.response_version, location: row.location }
 }
 
 // Written once a request, in the order's transaction: a fixed statement, planned once a connection.

@@ -71,20 +71,27 @@ t.test('a page by number reads the products\' rows of none but its last shown pr
   })
 })
 
-t.test('an order with an Idempotency-Key stores its response by one fixed statement, prepared once and planned generically', usingPostgres ? {} : { skip: 'needs TEST_DATABASE_URL' }, async (t) => {
+t.test('an order with an Idempotency-Key stores and replays its response by fixed statements, prepared once and planned generically', usingPostgres ? {} : { skip: 'needs TEST_DATABASE_URL' }, async (t) => {
   const { database } = await createTestDatabase(t, { poolSize: 1 })
   const app = await buildTestApp(t, { database, env: UNLIMITED })
   const { key } = await makeKey(app)
   const mug = makeProduct({ name: 'Plan Mug', quantity: 100 })
   await importProducts(app, [mug])
+  const order = (idempotencyKey: string) => app.inject({ method: 'POST', url: '/external/v1/orders', headers: { ...authHeaders(key), 'idempotency-key': idempotencyKey }, payload: orderBody([{ productId: mug.id }]) })
   for (let i = 0; i < 12; i++) {
-    const res = await app.inject({ method: 'POST', url: '/external/v1/orders', headers: { ...authHeaders(key), 'idempotency-key': `plan-${i}` }, payload: orderBody([{ productId: mug.id }]) })
+    const res = await order(`plan-${i}`)
     t.equal(res.statusCode, 201, res.body)
   }
-  const replayed = await app.inject({ method: 'POST', url: '/external/v1/orders', headers: { ...authHeaders(key), 'idempotency-key': 'plan-3' }, payload: orderBody([{ productId: mug.id }]) })
-  t.equal(replayed.headers['idempotent-replayed'], 'true', 'a stored response replays')
-  const plans = await execute<{ generic: number, custom: number }>(database.db, sql`select generic_plans::int as generic, custom_plans::int as custom
-    from pg_prepared_statements where statement like 'update idempotency_keys%'`)
-  t.equal(plans.length, 1, 'one statement text for every order')
-  t.ok(plans[0]!.custom <= 5 && plans[0]!.generic >= 7, `${plans[0]!.generic} generic, ${plans[0]!.custom} custom`)
+  for (let i = 0; i < 12; i++) {
+    const replayed = await order(`plan-${i}`)
+    t.equal(replayed.headers['idempotent-replayed'], 'true', 'a stored response replays')
+  }
+  const prepared = async (text: string) => await execute<{ generic: number, custom: number }>(database.db, sql`select generic_plans::int as generic, custom_plans::int as custom
+    from pg_prepared_statements where statement like ${text}`)
+  for (const [what, text] of [['the store', 'update idempotency_keys%'], ['the replay\'s read', 'select request_hash%']] as const) {
+    const plans = await prepared(text)
+    t.equal(plans.length, 1, `${what}: one statement text for every order`)
+    const [plan] = plans
+    t.ok(plan && plan.custom <= 5 && plan.generic >= 7, `${what}: ${plan?.generic} generic, ${plan?.custom} custom`)
+  }
 })
